@@ -1,0 +1,536 @@
+/*
+ * Exports: parsing and validating the DCACHE settings of an EXPORT's FSAL
+ * block, stacking over the sub-FSAL named in the nested FSAL block, and
+ * forwarding the export ops to it.
+ *
+ *   FSAL {
+ *     Name = DCACHE;
+ *     IO_Cache_Read = dontcache;  IO_Cache_Write = direct_file_sync; ...
+ *     FSAL { Name = VFS; }
+ *   }
+ */
+#include "dcache_internal.h"
+
+#include <string.h>
+
+#include "config_parsing.h"
+#include "export_mgr.h"
+#include "log.h"
+#include "nfs_exports.h"
+
+/* ---- settings ----------------------------------------------------------- */
+
+/*
+ * Every setting is read as a string and validated by the core, so each bad
+ * value gets the same kind of message: the export, the setting, the value
+ * and what is allowed.  (Ganesha's own typed items would reject some of
+ * them with a message that names neither the export nor the choices.)
+ */
+struct dcache_export_args {
+	struct subfsal_args subfsal;
+	char *io_cache_read;
+	char *io_cache_write;
+	char *direct_misaligned_num_pages;
+	char *direct_misaligned_dontcache;
+	char *direct_misaligned_memory;
+};
+
+static struct config_item sub_fsal_params[] = {
+	CONF_ITEM_STR("name", 1, 10, NULL, subfsal_args, name),
+	CONFIG_EOL
+};
+
+#define DCACHE_SETTING(name, member) \
+	CONF_ITEM_STR(name, 1, 64, NULL, dcache_export_args, member)
+
+static struct config_item export_params[] = {
+	CONF_ITEM_NOOP("name"),
+	DCACHE_SETTING("IO_Cache_Read", io_cache_read),
+	DCACHE_SETTING("IO_Cache_Write", io_cache_write),
+	DCACHE_SETTING("Direct_Misaligned_Num_Pages",
+		       direct_misaligned_num_pages),
+	DCACHE_SETTING("Direct_Misaligned_Dontcache",
+		       direct_misaligned_dontcache),
+	DCACHE_SETTING("Direct_Misaligned_Memory", direct_misaligned_memory),
+	CONF_RELAX_BLOCK("FSAL", sub_fsal_params, noop_conf_init,
+			 subfsal_commit, dcache_export_args, subfsal),
+	CONFIG_EOL
+};
+
+static struct config_block export_param_block = {
+	.dbus_interface_name = "org.ganesha.nfsd.config.fsal.dcache-export%d",
+	.blk_desc.name = "FSAL",
+	.blk_desc.type = CONFIG_BLOCK,
+	.blk_desc.u.blk.init = noop_conf_init,
+	.blk_desc.u.blk.params = export_params,
+	.blk_desc.u.blk.commit = noop_conf_commit,
+};
+
+static void free_args(struct dcache_export_args *args)
+{
+	gsh_free(args->subfsal.name);
+	gsh_free(args->io_cache_read);
+	gsh_free(args->io_cache_write);
+	gsh_free(args->direct_misaligned_num_pages);
+	gsh_free(args->direct_misaligned_dontcache);
+	gsh_free(args->direct_misaligned_memory);
+}
+
+static uint16_t export_id_of_ctx(void)
+{
+	return op_ctx->ctx_export ? op_ctx->ctx_export->export_id : 0;
+}
+
+static const char *export_path_of_ctx(void)
+{
+	return op_ctx->ctx_fullpath ? CTX_FULLPATH(op_ctx) : "?";
+}
+
+/*
+ * Parses the FSAL block into *settings.  On any error logs one line naming
+ * the export and what was wrong, and returns false: the export is refused
+ * while the server keeps serving its other exports.
+ */
+static bool parse_settings(void *parse_node, struct config_error_type *err_type,
+			   struct dcache_export_args *args,
+			   struct dcache_settings *settings)
+{
+	struct dcache_settings_text text;
+	char why[256];
+
+	memset(args, 0, sizeof(*args));
+	if (load_config_from_node(parse_node, &export_param_block, args, true,
+				  err_type) != 0) {
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): the FSAL block has errors (see the configuration errors logged above: unknown settings or malformed values); export refused",
+			export_id_of_ctx(), export_path_of_ctx());
+		return false;
+	}
+	text = (struct dcache_settings_text){
+		.io_cache_read = args->io_cache_read,
+		.io_cache_write = args->io_cache_write,
+		.direct_misaligned_num_pages = args->direct_misaligned_num_pages,
+		.direct_misaligned_dontcache = args->direct_misaligned_dontcache,
+		.direct_misaligned_memory = args->direct_misaligned_memory,
+	};
+	if (dcache_settings_parse(&text, settings, why, sizeof(why)) != 0) {
+		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; export refused",
+			export_id_of_ctx(), export_path_of_ctx(), why);
+		return false;
+	}
+	if (args->subfsal.name == NULL) {
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): missing the nested FSAL { Name = VFS; } block naming the FSAL to stack on; export refused",
+			export_id_of_ctx(), export_path_of_ctx());
+		return false;
+	}
+	return true;
+}
+
+/* ---- export ops --------------------------------------------------------- */
+
+/* Releases the sub-FSAL's export and the module reference that loading it
+ * for our FSAL block took. */
+static void release_sub_export(struct fsal_export *sub)
+{
+	struct fsal_module *sub_fsal = sub->fsal;
+
+	sub->exp_ops.release(sub);
+	fsal_put(sub_fsal);
+}
+
+static void dcache_export_release(struct fsal_export *exp_hdl)
+{
+	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
+
+	release_sub_export(exp->export.sub_export);
+	fsal_detach_export(exp_hdl->fsal, &exp_hdl->exports);
+	free_export_ops(exp_hdl);
+	dcache_export_free(exp->core);
+	gsh_free(exp->path);
+	gsh_free(exp);
+}
+
+static fsal_status_t dcache_lookup_path(struct fsal_export *exp_hdl,
+					const char *path,
+					struct fsal_obj_handle **handle,
+					struct fsal_attrlist *attrs_out)
+{
+	struct fsal_obj_handle *sub_handle = NULL;
+	fsal_status_t status;
+
+	*handle = NULL;
+	{
+		DCACHE_SUB_SCOPE(exp_hdl);
+
+		status = exp_hdl->sub_export->exp_ops.lookup_path(
+			exp_hdl->sub_export, path, &sub_handle, attrs_out);
+	}
+	if (FSAL_IS_ERROR(status))
+		return status;
+	return dcache_wrap_handle(dcache_export_of(exp_hdl), sub_handle,
+				  handle);
+}
+
+/*
+ * Is the sub-FSAL directory dir inside this export's tree?  Walks ".." on
+ * the sub-FSAL until it meets the export root (inside), the filesystem's
+ * root or another filesystem's directory (outside).  Only directories
+ * matter: they are what a client walks and looks up from.
+ */
+#define DCACHE_MAX_DEPTH 1024
+
+static bool directory_within_export(struct dcache_fsal_export *exp,
+				    struct fsal_obj_handle *dir)
+{
+	struct fsal_obj_handle *cur = dir;
+	bool inside = false;
+	int depth;
+
+	for (depth = 0; depth < DCACHE_MAX_DEPTH; depth++) {
+		struct fsal_obj_handle *parent = NULL;
+		fsal_status_t status;
+
+		if (dcache_is_export_root(exp, cur)) {
+			inside = true;
+			break;
+		}
+		if (dcache_is_above_export(exp, cur))
+			break;
+		status = cur->obj_ops->lookup(cur, "..", &parent, NULL);
+		if (FSAL_IS_ERROR(status))
+			break;
+		/* ".." of a filesystem's root is itself. */
+		if (parent->fileid == cur->fileid &&
+		    parent->fsid.major == cur->fsid.major &&
+		    parent->fsid.minor == cur->fsid.minor) {
+			parent->obj_ops->release(parent);
+			break;
+		}
+		if (cur != dir)
+			cur->obj_ops->release(cur);
+		cur = parent;
+	}
+	if (cur != dir)
+		cur->obj_ops->release(cur);
+	return inside;
+}
+
+/*
+ * create_handle turns a client's file handle into an object when MDCACHE
+ * does not hold it.  A file handle names an inode, not a path, so a forged
+ * or leaked handle of a directory above the export (or in a sibling export
+ * on the same filesystem) would otherwise be served with this export's
+ * access rights; such directories are refused as stale.
+ */
+static fsal_status_t dcache_create_handle(struct fsal_export *exp_hdl,
+					  struct gsh_buffdesc *fh_desc,
+					  struct fsal_obj_handle **handle,
+					  struct fsal_attrlist *attrs_out)
+{
+	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
+	struct fsal_obj_handle *sub_handle = NULL;
+	fsal_status_t status;
+
+	*handle = NULL;
+	{
+		DCACHE_SUB_SCOPE(exp_hdl);
+
+		status = exp_hdl->sub_export->exp_ops.create_handle(
+			exp_hdl->sub_export, fh_desc, &sub_handle, attrs_out);
+		if (!FSAL_IS_ERROR(status) && sub_handle->type == DIRECTORY &&
+		    !directory_within_export(exp, sub_handle)) {
+			LogWarn(COMPONENT_FSAL,
+				"DCACHE: export %u (%s): refused a file handle of a directory outside the export (fileid %" PRIu64 ")",
+				exp->export_id, exp->path, sub_handle->fileid);
+			sub_handle->obj_ops->release(sub_handle);
+			return fsalstat(ERR_FSAL_STALE, ESTALE);
+		}
+	}
+	if (FSAL_IS_ERROR(status))
+		return status;
+	return dcache_wrap_handle(exp, sub_handle, handle);
+}
+
+static fsal_status_t dcache_get_fs_dynamic_info(struct fsal_export *exp_hdl,
+						struct fsal_obj_handle *obj,
+						fsal_dynamicfsinfo_t *info)
+{
+	DCACHE_SUB_SCOPE(exp_hdl);
+
+	return exp_hdl->sub_export->exp_ops.get_fs_dynamic_info(
+		exp_hdl->sub_export, dcache_handle_of(obj)->sub_handle, info);
+}
+
+/* Forwards an export op whose first argument is the export itself. */
+#define DCACHE_EXPORT_FORWARD(ret, op, params, ...)                           \
+	static ret dcache_##op params                                         \
+	{                                                                     \
+		DCACHE_SUB_SCOPE(exp_hdl);                                    \
+		return exp_hdl->sub_export->exp_ops.op(exp_hdl->sub_export,   \
+						       ##__VA_ARGS__);        \
+	}
+
+DCACHE_EXPORT_FORWARD(void, prepare_unexport, (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(fsal_status_t, wire_to_host,
+		      (struct fsal_export *exp_hdl, fsal_digesttype_t in_type,
+		       struct gsh_buffdesc *fh_desc, int flags),
+		      in_type, fh_desc, flags)
+DCACHE_EXPORT_FORWARD(fsal_status_t, host_to_key,
+		      (struct fsal_export *exp_hdl,
+		       struct gsh_buffdesc *fh_desc),
+		      fh_desc)
+DCACHE_EXPORT_FORWARD(bool, fs_supports,
+		      (struct fsal_export *exp_hdl,
+		       fsal_fsinfo_options_t option),
+		      option)
+DCACHE_EXPORT_FORWARD(uint64_t, fs_maxfilesize, (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(uint32_t, fs_maxread, (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(uint32_t, fs_maxwrite, (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(uint32_t, fs_maxlink, (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(uint32_t, fs_maxnamelen, (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(uint32_t, fs_maxpathlen, (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(fsal_aclsupp_t, fs_acl_support,
+		      (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(attrmask_t, fs_supported_attrs,
+		      (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(uint32_t, fs_umask, (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(int32_t, fs_expiretimeparent,
+		      (struct fsal_export *exp_hdl))
+DCACHE_EXPORT_FORWARD(fsal_status_t, check_quota,
+		      (struct fsal_export *exp_hdl, const char *filepath,
+		       int quota_type),
+		      filepath, quota_type)
+DCACHE_EXPORT_FORWARD(fsal_status_t, get_quota,
+		      (struct fsal_export *exp_hdl, const char *filepath,
+		       int quota_type, int quota_id, fsal_quota_t *quota),
+		      filepath, quota_type, quota_id, quota)
+DCACHE_EXPORT_FORWARD(fsal_status_t, set_quota,
+		      (struct fsal_export *exp_hdl, const char *filepath,
+		       int quota_type, int quota_id, fsal_quota_t *quota,
+		       fsal_quota_t *resquota),
+		      filepath, quota_type, quota_id, quota, resquota)
+/* VFS allocates its state with its descriptor behind it (vfs_state_fd);
+ * the default alloc_state would allocate a bare state_t that VFS then
+ * reads past. */
+DCACHE_EXPORT_FORWARD(struct state_t *, alloc_state,
+		      (struct fsal_export *exp_hdl, enum state_type state_type,
+		       struct state_t *related_state),
+		      state_type, related_state)
+DCACHE_EXPORT_FORWARD(void, free_state,
+		      (struct fsal_export *exp_hdl, struct state_t *state),
+		      state)
+DCACHE_EXPORT_FORWARD(bool, is_superuser,
+		      (struct fsal_export *exp_hdl,
+		       const struct user_cred *creds),
+		      creds)
+
+void dcache_export_ops_init(struct export_ops *ops)
+{
+	ops->release = dcache_export_release;
+	ops->prepare_unexport = dcache_prepare_unexport;
+	ops->lookup_path = dcache_lookup_path;
+	ops->wire_to_host = dcache_wire_to_host;
+	ops->host_to_key = dcache_host_to_key;
+	ops->create_handle = dcache_create_handle;
+	ops->get_fs_dynamic_info = dcache_get_fs_dynamic_info;
+	ops->fs_supports = dcache_fs_supports;
+	ops->fs_maxfilesize = dcache_fs_maxfilesize;
+	ops->fs_maxread = dcache_fs_maxread;
+	ops->fs_maxwrite = dcache_fs_maxwrite;
+	ops->fs_maxlink = dcache_fs_maxlink;
+	ops->fs_maxnamelen = dcache_fs_maxnamelen;
+	ops->fs_maxpathlen = dcache_fs_maxpathlen;
+	ops->fs_acl_support = dcache_fs_acl_support;
+	ops->fs_supported_attrs = dcache_fs_supported_attrs;
+	ops->fs_umask = dcache_fs_umask;
+	ops->fs_expiretimeparent = dcache_fs_expiretimeparent;
+	ops->check_quota = dcache_check_quota;
+	ops->get_quota = dcache_get_quota;
+	ops->set_quota = dcache_set_quota;
+	ops->alloc_state = dcache_alloc_state;
+	ops->free_state = dcache_free_state;
+	ops->is_superuser = dcache_is_superuser;
+}
+
+/* ---- create / update ---------------------------------------------------- */
+
+static struct dcache_object_id id_of(const struct fsal_obj_handle *obj)
+{
+	return (struct dcache_object_id){ .fsid = obj->fsid,
+					  .fileid = obj->fileid };
+}
+
+/*
+ * Records the identity of the export root and of every directory above it
+ * up to "/" (see dcache_lookup in handle.c).  op_ctx->fsal_export is the
+ * sub-FSAL's export here.
+ */
+static fsal_status_t capture_root(struct dcache_fsal_export *exp)
+{
+	struct fsal_export *sub = exp->export.sub_export;
+	struct fsal_obj_handle *cur = NULL;
+	fsal_status_t status;
+
+	status = sub->exp_ops.lookup_path(sub, exp->path, &cur, NULL);
+	if (FSAL_IS_ERROR(status))
+		return status;
+	exp->root = id_of(cur);
+	exp->n_ancestors = 0;
+	while (exp->n_ancestors < DCACHE_MAX_ANCESTORS) {
+		struct fsal_obj_handle *parent = NULL;
+		struct dcache_object_id id;
+
+		if (FSAL_IS_ERROR(cur->obj_ops->lookup(cur, "..", &parent,
+						       NULL)))
+			break;
+		id = id_of(parent);
+		if (id.fileid == id_of(cur).fileid &&
+		    id.fsid.major == cur->fsid.major &&
+		    id.fsid.minor == cur->fsid.minor) {
+			parent->obj_ops->release(parent); /* "/" */
+			break;
+		}
+		exp->ancestors[exp->n_ancestors++] = id;
+		cur->obj_ops->release(cur);
+		cur = parent;
+	}
+	cur->obj_ops->release(cur);
+	return status;
+}
+
+fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
+				   void *parse_node,
+				   struct config_error_type *err_type,
+				   const struct fsal_up_vector *up_ops)
+{
+	struct dcache_export_args args;
+	struct dcache_settings settings;
+	struct dcache_fsal_export *exp;
+	struct fsal_module *sub_fsal;
+	fsal_status_t status;
+	char name[64];
+
+	if (!parse_settings(parse_node, err_type, &args, &settings)) {
+		free_args(&args);
+		return fsalstat(ERR_FSAL_INVAL, EINVAL);
+	}
+	sub_fsal = lookup_fsal(args.subfsal.name);
+	if (sub_fsal == NULL) {
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): cannot stack on FSAL %s: it is not loaded (is libfsal%s.so in Plugins_Dir?); export refused",
+			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name,
+			args.subfsal.name);
+		free_args(&args);
+		return fsalstat(ERR_FSAL_INVAL, EINVAL);
+	}
+	status = sub_fsal->m_ops.create_export(sub_fsal, args.subfsal.fsal_node,
+					       err_type, up_ops);
+	fsal_put(sub_fsal);
+	if (FSAL_IS_ERROR(status)) {
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): FSAL %s refused the export: %s",
+			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name,
+			msg_fsal_err(status.major));
+		free_args(&args);
+		return status;
+	}
+	/* The data path uses VFS's descriptors (find_fd), so only VFS will do;
+	 * Ganesha matches FSAL names without regard to case. */
+	if (strcasecmp(args.subfsal.name, "VFS") != 0 ||
+	    !dcache_resolve_vfs(op_ctx->fsal_export->fsal)) {
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): DCACHE stacks only on FSAL VFS (got %s); export refused",
+			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name);
+		release_sub_export(op_ctx->fsal_export);
+		free_args(&args);
+		return fsalstat(ERR_FSAL_INVAL, EINVAL);
+	}
+
+	exp = gsh_calloc(1, sizeof(*exp));
+	exp->export_id = export_id_of_ctx();
+	exp->path = gsh_strdup(export_path_of_ctx());
+	fsal_export_stack(op_ctx->fsal_export, &exp->export);
+	status = capture_root(exp);
+	if (FSAL_IS_ERROR(status)) {
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): cannot look up the export root: %s; export refused",
+			exp->export_id, exp->path, msg_fsal_err(status.major));
+		release_sub_export(exp->export.sub_export);
+		gsh_free(exp->path);
+		gsh_free(exp);
+		free_args(&args);
+		return status;
+	}
+	snprintf(name, sizeof(name), "export %u (%s)", exp->export_id,
+		 exp->path);
+	exp->core = dcache_export_new(&settings, name);
+	fsal_export_init(&exp->export);
+	dcache_export_ops_init(&exp->export.exp_ops);
+	exp->export.up_ops = up_ops;
+	exp->export.fsal = fsal_hdl;
+	fsal_attach_export(fsal_hdl, &exp->export.exports);
+	/* MDCACHE stacks itself on whatever export is left here. */
+	op_ctx->fsal_export = &exp->export;
+
+	LogEvent(COMPONENT_FSAL,
+		 "DCACHE: export %u (%s) created over %s: IO_Cache_Read = %s, IO_Cache_Write = %s, Direct_Misaligned_Num_Pages = %u, Direct_Misaligned_Dontcache = %s",
+		 exp->export_id, exp->path, args.subfsal.name,
+		 dcache_mode_name(settings.io_cache_read),
+		 dcache_mode_name(settings.io_cache_write),
+		 settings.direct_misaligned_num_pages,
+		 settings.direct_misaligned_dontcache ? "true" : "false");
+	free_args(&args);
+	return fsalstat(ERR_FSAL_NO_ERROR, 0);
+}
+
+/*
+ * Live reconfiguration (SIGHUP or DBus UpdateExport): the new settings are
+ * validated first, then the sub-FSAL is asked, and only when both agree are
+ * they published to the core; requests in flight keep the settings they
+ * started with.
+ */
+fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
+				   void *parse_node,
+				   struct config_error_type *err_type,
+				   struct fsal_export *original,
+				   struct fsal_module *updated_super)
+{
+	struct dcache_fsal_export *exp = dcache_export_of(original);
+	struct dcache_export_args args;
+	struct dcache_settings settings;
+	struct fsal_module *sub_fsal;
+	fsal_status_t status;
+
+	/* The default rejects any change of the FSAL stack. */
+	status = update_export(fsal_hdl, parse_node, err_type, original,
+			       updated_super);
+	if (FSAL_IS_ERROR(status))
+		return status;
+	if (!parse_settings(parse_node, err_type, &args, &settings)) {
+		free_args(&args);
+		return fsalstat(ERR_FSAL_INVAL, EINVAL);
+	}
+	sub_fsal = lookup_fsal(args.subfsal.name);
+	if (sub_fsal == NULL) {
+		free_args(&args);
+		return fsalstat(ERR_FSAL_INVAL, EINVAL);
+	}
+	status = sub_fsal->m_ops.update_export(sub_fsal, args.subfsal.fsal_node,
+					       err_type, original->sub_export,
+					       fsal_hdl);
+	fsal_put(sub_fsal);
+	if (!FSAL_IS_ERROR(status)) {
+		dcache_export_update(exp->core, &settings);
+		LogEvent(COMPONENT_FSAL,
+			 "DCACHE: export %u (%s) updated: IO_Cache_Read = %s, IO_Cache_Write = %s, Direct_Misaligned_Num_Pages = %u, Direct_Misaligned_Dontcache = %s",
+			 exp->export_id, exp->path,
+			 dcache_mode_name(settings.io_cache_read),
+			 dcache_mode_name(settings.io_cache_write),
+			 settings.direct_misaligned_num_pages,
+			 settings.direct_misaligned_dontcache ? "true" :
+								"false");
+	}
+	free_args(&args);
+	return status;
+}

@@ -1,0 +1,236 @@
+/*
+ * The data path: read2, write2 and commit2.
+ *
+ * VFS keeps owning descriptors, share reservations and locks.  For each
+ * READ or WRITE the adapter borrows VFS's descriptor through VFS's own
+ * find_fd(), following the locking protocol of vfs_read2/vfs_write2, and
+ * hands it to the core, which plans and issues the I/O (buffered,
+ * DONTCACHE, fadvise, O_DIRECT split) and reports what happened.
+ */
+#include "dcache_internal.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <unistd.h>
+
+#include "gsh_config.h"
+#include "log.h"
+#include "sal_data.h"
+#include "FSAL/FSAL_VFS/vfs_methods.h"
+
+/* ---- ABI of the packaged Ganesha (Debian 12, nfs-ganesha 4.3-2) ---------- */
+
+/*
+ * The plugin is built against headers from the source package, not against
+ * the binaries it loads into; these layouts were read off Debian's binaries
+ * (see docs/architecture.md).  A config.h that does not match Debian's
+ * build fails here rather than corrupting memory at run time.
+ */
+_Static_assert(FSAL_MAJOR_VERSION == 11 && FSAL_MINOR_VERSION == 0,
+	       "FSAL API of Ganesha 4.3 expected");
+_Static_assert(sizeof(struct state_t) == 0xd8, "state_t size");
+_Static_assert(offsetof(struct state_t, state_type) == 0xa8,
+	       "state_t.state_type offset");
+_Static_assert(offsetof(struct state_t, stateid_other) == 0xb4,
+	       "state_t.stateid_other offset");
+_Static_assert(sizeof(struct vfs_state_fd) == 0x120, "vfs_state_fd size");
+_Static_assert(offsetof(struct vfs_state_fd, vfs_fd.openflags) == 0xd8,
+	       "vfs_state_fd.vfs_fd.openflags offset");
+_Static_assert(offsetof(struct vfs_state_fd, vfs_fd.fdlock) == 0xe0,
+	       "vfs_state_fd.vfs_fd.fdlock offset");
+_Static_assert(offsetof(struct vfs_state_fd, vfs_fd.fd) == 0x118,
+	       "vfs_state_fd.vfs_fd.fd offset");
+_Static_assert(offsetof(struct fsal_obj_handle, fs) == 0x10,
+	       "fsal_obj_handle.fs offset");
+_Static_assert(offsetof(struct fsal_obj_handle, type) == 0x60,
+	       "fsal_obj_handle.type offset");
+_Static_assert(offsetof(struct vfs_fsal_obj_handle, handle) == 0xa0,
+	       "vfs_fsal_obj_handle.handle offset");
+_Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.share) == 0xb8,
+	       "vfs_fsal_obj_handle.u.file.share offset");
+_Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.fd) == 0xd0,
+	       "vfs_fsal_obj_handle.u.file.fd offset");
+_Static_assert(offsetof(nfs_parameter_t, core_param.enable_FSALSTATS) ==
+		       0x113,
+	       "nfs_param.core_param.enable_FSALSTATS offset");
+
+/* ---- VFS's descriptor ----------------------------------------------------- */
+
+/* find_fd is exported by libfsalvfs.so but declared in no header; it is
+ * looked up in the already loaded module rather than linked, because
+ * linking libfsalvfs.so would run its constructor inside our dlopen. */
+typedef fsal_status_t (*vfs_find_fd_fn)(int *fd, struct fsal_obj_handle *obj,
+					bool bypass, struct state_t *state,
+					fsal_openflags_t openflags,
+					bool *has_lock, bool *closefd,
+					bool open_for_locks);
+static vfs_find_fd_fn vfs_find_fd;
+
+bool dcache_resolve_vfs(struct fsal_module *sub_fsal)
+{
+	if (vfs_find_fd == NULL && sub_fsal->dl_handle != NULL)
+		vfs_find_fd = (vfs_find_fd_fn)dlsym(sub_fsal->dl_handle,
+						    "find_fd");
+	if (vfs_find_fd == NULL)
+		LogCrit(COMPONENT_FSAL,
+			"DCACHE: FSAL %s does not export find_fd: %s",
+			sub_fsal->name, dlerror());
+	return vfs_find_fd != NULL;
+}
+
+/* A descriptor borrowed from VFS for one request, and what must be undone. */
+struct vfs_borrow {
+	int fd;
+	bool has_lock; /* sub handle's obj_lock held for read */
+	bool closefd;  /* a temporary descriptor to close */
+	struct vfs_fd *state_fd; /* state's fdlock held for read */
+	struct fsal_obj_handle *sub;
+};
+
+/*
+ * As vfs_read2/vfs_write2 do: a state's fdlock is held for read so that an
+ * OPEN upgrade (vfs_reopen2) cannot close the descriptor under us, then
+ * find_fd picks the state's descriptor, the global one (returned with
+ * obj_lock held for read) or a temporary one.
+ */
+static fsal_status_t vfs_borrow_fd(struct dcache_obj_handle *h, bool bypass,
+				   struct state_t *state,
+				   fsal_openflags_t openflags,
+				   struct vfs_borrow *b)
+{
+	fsal_status_t status;
+
+	*b = (struct vfs_borrow){ .fd = -1, .sub = h->sub_handle };
+	if (state != NULL) {
+		b->state_fd =
+			&container_of(state, struct vfs_state_fd, state)->vfs_fd;
+		PTHREAD_RWLOCK_rdlock(&b->state_fd->fdlock);
+	}
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+		status = vfs_find_fd(&b->fd, b->sub, bypass, state, openflags,
+				     &b->has_lock, &b->closefd, false);
+	}
+	return status;
+}
+
+static void vfs_return_fd(struct vfs_borrow *b)
+{
+	if (b->state_fd != NULL)
+		PTHREAD_RWLOCK_unlock(&b->state_fd->fdlock);
+	if (b->closefd)
+		close(b->fd);
+	if (b->has_lock)
+		PTHREAD_RWLOCK_unlock(&b->sub->obj_lock);
+}
+
+static fsal_status_t status_of(int error)
+{
+	return error == 0 ? fsalstat(ERR_FSAL_NO_ERROR, 0)
+			  : fsalstat(posix2fsal_error(error), error);
+}
+
+/* ---- read2 / write2 / commit2 -------------------------------------------- */
+
+void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
+		  fsal_async_cb done_cb, struct fsal_io_arg *arg,
+		  void *caller_arg)
+{
+	struct dcache_obj_handle *h = dcache_handle_of(obj);
+	struct dcache_fsal_export *exp = dcache_ctx_export();
+	struct dcache_io_result result;
+	struct vfs_borrow b;
+	fsal_status_t status;
+
+	/* READ_PLUS: Ganesha 4.3 never passes io_info (docs/configuration.md). */
+	if (arg->info != NULL) {
+		done_cb(obj, fsalstat(ERR_FSAL_NOTSUPP, 0), arg, caller_arg);
+		return;
+	}
+	status = vfs_borrow_fd(h, bypass, arg->state, FSAL_O_READ, &b);
+	if (!FSAL_IS_ERROR(status)) {
+		struct dcache_io io = {
+			.fd = b.fd,
+			.offset = arg->offset,
+			.iov = arg->iov,
+			.iov_count = arg->iov_count,
+		};
+
+		result = dcache_read(exp->core, h->file, &io);
+		status = status_of(result.error);
+		if (result.error == 0) {
+			arg->io_amount = result.bytes;
+			arg->end_of_file = result.eof;
+		}
+	}
+	vfs_return_fd(&b);
+	done_cb(obj, status, arg, caller_arg);
+}
+
+void dcache_write2(struct fsal_obj_handle *obj, bool bypass,
+		   fsal_async_cb done_cb, struct fsal_io_arg *arg,
+		   void *caller_arg)
+{
+	struct dcache_obj_handle *h = dcache_handle_of(obj);
+	struct dcache_fsal_export *exp = dcache_ctx_export();
+	struct dcache_io_result result;
+	struct vfs_borrow b;
+	fsal_status_t status;
+
+	status = vfs_borrow_fd(h, bypass, arg->state, FSAL_O_WRITE, &b);
+	if (!FSAL_IS_ERROR(status)) {
+		struct dcache_io io = {
+			.fd = b.fd,
+			.offset = arg->offset,
+			.iov = arg->iov,
+			.iov_count = arg->iov_count,
+			.stable = arg->fsal_stable,
+		};
+
+		/* As VFS: the client's identity for quotas and suid clearing. */
+		if (!vfs_set_credentials(&op_ctx->creds, b.sub->fsal)) {
+			status = fsalstat(ERR_FSAL_PERM, EPERM);
+		} else {
+			result = dcache_write(exp->core, h->file, &io);
+			vfs_restore_ganesha_credentials(b.sub->fsal);
+			status = status_of(result.error);
+			/* A short write is not an error: the reply says how
+			 * much was written and the client sends the rest. */
+			arg->io_amount = result.bytes;
+			/* Raised (modes 3/4), never lowered on success. */
+			arg->fsal_stable = result.error == 0 &&
+					   (arg->fsal_stable || result.stable);
+		}
+	}
+	vfs_return_fd(&b);
+	done_cb(obj, status, arg, caller_arg);
+}
+
+fsal_status_t dcache_commit2(struct fsal_obj_handle *obj, off_t offset,
+			     size_t len)
+{
+	struct dcache_obj_handle *h = dcache_handle_of(obj);
+	struct dcache_fsal_export *exp = dcache_ctx_export();
+	fsal_status_t status;
+	struct vfs_borrow b;
+	struct timespec start, end;
+
+	now(&start);
+	{
+		DCACHE_SUB_SCOPE(&exp->export);
+
+		status = h->sub_handle->obj_ops->commit2(h->sub_handle, offset,
+							 len);
+	}
+	now(&end);
+	if (FSAL_IS_ERROR(status) || h->file == NULL)
+		return status;
+	/* The COMMIT is durable now; what follows is the mode's page-cache
+	 * work (DONTNEED in fadvise mode), which must not fail the COMMIT. */
+	if (!FSAL_IS_ERROR(vfs_borrow_fd(h, true, NULL, FSAL_O_ANY, &b)))
+		(void)dcache_after_commit(exp->core, h->file, b.fd, offset, len,
+					  timespec_diff(&start, &end));
+	vfs_return_fd(&b);
+	return status;
+}

@@ -1,0 +1,518 @@
+/*
+ * Object handles: each DCACHE handle wraps the sub-FSAL's handle and
+ * forwards every metadata op to it.  Wire handles and keys stay the
+ * sub-FSAL's, byte for byte, so a client sees the same file handles as from
+ * a plain VFS export.  The data path lives in file.c.
+ */
+#include "dcache_internal.h"
+
+#include <string.h>
+
+#include "log.h"
+
+/* ---- wrapping ----------------------------------------------------------- */
+
+fsal_status_t dcache_wrap_handle(struct dcache_fsal_export *exp,
+				 struct fsal_obj_handle *sub_handle,
+				 struct fsal_obj_handle **out)
+{
+	struct dcache_obj_handle *h = gsh_calloc(1, sizeof(*h));
+
+	fsal_obj_handle_init(&h->obj_handle, &exp->export, sub_handle->type);
+	h->obj_handle.obj_ops = &dcache_module.handle_ops;
+	h->obj_handle.fsid = sub_handle->fsid;
+	h->obj_handle.fileid = sub_handle->fileid;
+	h->obj_handle.fs = sub_handle->fs;
+	h->obj_handle.state_hdl = sub_handle->state_hdl;
+	h->sub_handle = sub_handle;
+	if (sub_handle->type == REGULAR_FILE)
+		h->file = dcache_file_new(exp->core);
+	*out = &h->obj_handle;
+	return fsalstat(ERR_FSAL_NO_ERROR, 0);
+}
+
+/* Wraps *out in place when the sub-FSAL call that produced it succeeded. */
+static fsal_status_t wrap_result(fsal_status_t status,
+				 struct fsal_obj_handle **out)
+{
+	if (FSAL_IS_ERROR(status) || *out == NULL)
+		return status;
+	return dcache_wrap_handle(dcache_ctx_export(), *out, out);
+}
+
+static struct fsal_obj_handle *sub_of(struct fsal_obj_handle *obj)
+{
+	return obj ? dcache_handle_of(obj)->sub_handle : NULL;
+}
+
+static void dcache_release(struct fsal_obj_handle *obj)
+{
+	struct dcache_obj_handle *h = dcache_handle_of(obj);
+
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+		h->sub_handle->obj_ops->release(h->sub_handle);
+	}
+	if (h->file)
+		dcache_file_free(h->file);
+	fsal_obj_handle_fini(obj);
+	gsh_free(h);
+}
+
+static fsal_status_t dcache_merge(struct fsal_obj_handle *orig,
+				  struct fsal_obj_handle *dupe)
+{
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	return sub_of(orig)->obj_ops->merge(sub_of(orig), sub_of(dupe));
+}
+
+/* ---- the export boundary ------------------------------------------------ */
+
+static bool same_object(const struct dcache_object_id *id,
+			const struct fsal_obj_handle *obj)
+{
+	return obj->fileid == id->fileid && obj->fsid.major == id->fsid.major &&
+	       obj->fsid.minor == id->fsid.minor;
+}
+
+bool dcache_is_export_root(const struct dcache_fsal_export *exp,
+			   const struct fsal_obj_handle *sub_handle)
+{
+	return sub_handle->type == DIRECTORY &&
+	       same_object(&exp->root, sub_handle);
+}
+
+bool dcache_is_above_export(const struct dcache_fsal_export *exp,
+			    const struct fsal_obj_handle *sub_handle)
+{
+	size_t i;
+
+	if (sub_handle->type != DIRECTORY)
+		return false;
+	for (i = 0; i < exp->n_ancestors; i++)
+		if (same_object(&exp->ancestors[i], sub_handle))
+			return true;
+	return false;
+}
+
+/*
+ * A new handle of the same object: the caller of lookup owns (and
+ * releases) what it gets back, so the directory's own handle cannot be
+ * handed out twice.  The sub-FSAL makes one from the object's key, as
+ * MDCACHE does when it re-creates an evicted entry.
+ */
+static fsal_status_t new_handle_of(struct dcache_fsal_export *exp,
+				   struct fsal_obj_handle *sub,
+				   struct fsal_obj_handle **out,
+				   struct fsal_attrlist *attrs_out)
+{
+	struct fsal_export *sub_export = exp->export.sub_export;
+	struct fsal_obj_handle *copy = NULL;
+	char key_bytes[NFS4_FHSIZE];
+	struct gsh_buffdesc key;
+	fsal_status_t status;
+
+	{
+		DCACHE_SUB_SCOPE(&exp->export);
+
+		sub->obj_ops->handle_to_key(sub, &key);
+		if (key.len > sizeof(key_bytes))
+			return fsalstat(ERR_FSAL_FAULT, EINVAL);
+		memcpy(key_bytes, key.addr, key.len);
+		key.addr = key_bytes;
+		status = sub_export->exp_ops.create_handle(sub_export, &key,
+							   &copy, attrs_out);
+	}
+	if (FSAL_IS_ERROR(status))
+		return status;
+	return dcache_wrap_handle(exp, copy, out);
+}
+
+/*
+ * lookup: ".." never leaves the export.
+ *
+ * Ganesha's core stops ".." at an export's root only when the directory is
+ * the very cache entry it holds as the export root (fsal_lookupp compares
+ * pointers).  Whenever that identity misses -- a second encoding of the
+ * root directory's file handle, which MDCACHE keys as another entry; a root
+ * entry replaced after it went stale; entries shared by two exports on one
+ * filesystem -- the core hands ".." down the stack and VFS resolves it on
+ * the real filesystem, which knows nothing of where the export begins: the
+ * client gets a handle above the export, with the export's access rights.
+ * The plugin therefore checks for itself, by filesystem id and file id
+ * (not by handle bytes):
+ *  - ".." of the export root is the root, as the core intends;
+ *  - ".." that lands on a directory above the root (reachable only from a
+ *    directory that was not inside this export to begin with) is refused.
+ */
+static fsal_status_t dcache_lookup(struct fsal_obj_handle *parent,
+				   const char *name,
+				   struct fsal_obj_handle **handle,
+				   struct fsal_attrlist *attrs_out)
+{
+	struct dcache_fsal_export *exp = dcache_ctx_export();
+	struct fsal_obj_handle *sub_parent = sub_of(parent);
+	bool dotdot = strcmp(name, "..") == 0;
+	fsal_status_t status;
+
+	*handle = NULL;
+	if (dotdot && dcache_is_export_root(exp, sub_parent)) {
+		LogDebug(COMPONENT_FSAL,
+			 "DCACHE: export %u: \"..\" of the export root stays at the root",
+			 exp->export_id);
+		return new_handle_of(exp, sub_parent, handle, attrs_out);
+	}
+	{
+		DCACHE_SUB_SCOPE(&exp->export);
+
+		status = sub_parent->obj_ops->lookup(sub_parent, name, handle,
+						     attrs_out);
+		if (!FSAL_IS_ERROR(status) && dotdot &&
+		    dcache_is_above_export(exp, *handle)) {
+			LogWarn(COMPONENT_FSAL,
+				"DCACHE: export %u (%s): refused \"..\" from directory fileid %" PRIu64 " to fileid %" PRIu64 " above the export root",
+				exp->export_id, exp->path, sub_parent->fileid,
+				(*handle)->fileid);
+			(*handle)->obj_ops->release(*handle);
+			*handle = NULL;
+			return fsalstat(ERR_FSAL_ACCESS, EACCES);
+		}
+	}
+	return wrap_result(status, handle);
+}
+
+/* ---- directories -------------------------------------------------------- */
+
+struct dcache_readdir_state {
+	fsal_readdir_cb upper_cb;
+	void *upper_state;
+	struct dcache_fsal_export *exp;
+};
+
+/* Called by the sub-FSAL (op_ctx holds its export) for each entry. */
+static enum fsal_dir_result dcache_readdir_cb(const char *name,
+					      struct fsal_obj_handle *sub_obj,
+					      struct fsal_attrlist *attrs,
+					      void *dir_state,
+					      fsal_cookie_t cookie)
+{
+	struct dcache_readdir_state *state = dir_state;
+	struct fsal_export *sub_export = op_ctx->fsal_export;
+	struct fsal_obj_handle *obj;
+	enum fsal_dir_result result;
+
+	(void)dcache_wrap_handle(state->exp, sub_obj, &obj);
+	op_ctx->fsal_export = &state->exp->export;
+	result = state->upper_cb(name, obj, attrs, state->upper_state, cookie);
+	op_ctx->fsal_export = sub_export;
+	return result;
+}
+
+static fsal_status_t dcache_readdir(struct fsal_obj_handle *dir,
+				    fsal_cookie_t *whence, void *dir_state,
+				    fsal_readdir_cb cb, attrmask_t attrmask,
+				    bool *eof)
+{
+	struct dcache_readdir_state state = {
+		.upper_cb = cb,
+		.upper_state = dir_state,
+		.exp = dcache_ctx_export(),
+	};
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	return sub_of(dir)->obj_ops->readdir(sub_of(dir), whence, &state,
+					     dcache_readdir_cb, attrmask, eof);
+}
+
+static fsal_cookie_t dcache_compute_readdir_cookie(struct fsal_obj_handle *dir,
+						   const char *name)
+{
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	return sub_of(dir)->obj_ops->compute_readdir_cookie(sub_of(dir), name);
+}
+
+static int dcache_dirent_cmp(struct fsal_obj_handle *dir, const char *name1,
+			     fsal_cookie_t cookie1, const char *name2,
+			     fsal_cookie_t cookie2)
+{
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	return sub_of(dir)->obj_ops->dirent_cmp(sub_of(dir), name1, cookie1,
+						name2, cookie2);
+}
+
+/* ---- creating objects --------------------------------------------------- */
+
+static fsal_status_t dcache_mkdir(struct fsal_obj_handle *dir, const char *name,
+				  struct fsal_attrlist *attrs_in,
+				  struct fsal_obj_handle **new_obj,
+				  struct fsal_attrlist *attrs_out)
+{
+	fsal_status_t status;
+
+	*new_obj = NULL;
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+		status = sub_of(dir)->obj_ops->mkdir(sub_of(dir), name,
+						     attrs_in, new_obj,
+						     attrs_out);
+	}
+	return wrap_result(status, new_obj);
+}
+
+static fsal_status_t dcache_mknode(struct fsal_obj_handle *dir,
+				   const char *name,
+				   object_file_type_t nodetype,
+				   struct fsal_attrlist *attrs_in,
+				   struct fsal_obj_handle **new_obj,
+				   struct fsal_attrlist *attrs_out)
+{
+	fsal_status_t status;
+
+	*new_obj = NULL;
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+		status = sub_of(dir)->obj_ops->mknode(sub_of(dir), name,
+						      nodetype, attrs_in,
+						      new_obj, attrs_out);
+	}
+	return wrap_result(status, new_obj);
+}
+
+static fsal_status_t dcache_symlink(struct fsal_obj_handle *dir,
+				    const char *name, const char *link_path,
+				    struct fsal_attrlist *attrs_in,
+				    struct fsal_obj_handle **new_obj,
+				    struct fsal_attrlist *attrs_out)
+{
+	fsal_status_t status;
+
+	*new_obj = NULL;
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+		status = sub_of(dir)->obj_ops->symlink(sub_of(dir), name,
+						       link_path, attrs_in,
+						       new_obj, attrs_out);
+	}
+	return wrap_result(status, new_obj);
+}
+
+/* ---- plain forwards ----------------------------------------------------- */
+
+/*
+ * Each of these unwraps its handle arguments and calls the same op of the
+ * sub-FSAL inside DCACHE_SUB_SCOPE; the macro keeps the ~30 forwards
+ * identical in shape, so a reviewer checks the pattern once.
+ */
+#define DCACHE_FORWARD(ret, op, params, ...)                                  \
+	static ret dcache_##op params                                         \
+	{                                                                     \
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);                        \
+		return sub_of(obj)->obj_ops->op(sub_of(obj), ##__VA_ARGS__);  \
+	}
+
+DCACHE_FORWARD(fsal_status_t, readlink,
+	       (struct fsal_obj_handle *obj, struct gsh_buffdesc *link_content,
+		bool refresh),
+	       link_content, refresh)
+DCACHE_FORWARD(fsal_status_t, getattrs,
+	       (struct fsal_obj_handle *obj, struct fsal_attrlist *attrs_out),
+	       attrs_out)
+DCACHE_FORWARD(fsal_status_t, link,
+	       (struct fsal_obj_handle *obj, struct fsal_obj_handle *destdir,
+		const char *name),
+	       sub_of(destdir), name)
+DCACHE_FORWARD(fsal_status_t, rename,
+	       (struct fsal_obj_handle *obj, struct fsal_obj_handle *olddir,
+		const char *old_name, struct fsal_obj_handle *newdir,
+		const char *new_name),
+	       sub_of(olddir), old_name, sub_of(newdir), new_name)
+DCACHE_FORWARD(fsal_status_t, fallocate,
+	       (struct fsal_obj_handle *obj, struct state_t *state,
+		uint64_t offset, uint64_t length, bool allocate),
+	       state, offset, length, allocate)
+DCACHE_FORWARD(fsal_status_t, list_ext_attrs,
+	       (struct fsal_obj_handle *obj, unsigned int cookie,
+		struct fsal_xattrent *xattrs_tab, unsigned int xattrs_tabsize,
+		unsigned int *nb_returned, int *end_of_list),
+	       cookie, xattrs_tab, xattrs_tabsize, nb_returned, end_of_list)
+DCACHE_FORWARD(fsal_status_t, getextattr_id_by_name,
+	       (struct fsal_obj_handle *obj, const char *xattr_name,
+		unsigned int *xattr_id),
+	       xattr_name, xattr_id)
+DCACHE_FORWARD(fsal_status_t, getextattr_value_by_name,
+	       (struct fsal_obj_handle *obj, const char *xattr_name,
+		void *buffer_addr, size_t buffer_size, size_t *output_size),
+	       xattr_name, buffer_addr, buffer_size, output_size)
+DCACHE_FORWARD(fsal_status_t, getextattr_value_by_id,
+	       (struct fsal_obj_handle *obj, unsigned int xattr_id,
+		void *buffer_addr, size_t buffer_size, size_t *output_size),
+	       xattr_id, buffer_addr, buffer_size, output_size)
+DCACHE_FORWARD(fsal_status_t, setextattr_value,
+	       (struct fsal_obj_handle *obj, const char *xattr_name,
+		void *buffer_addr, size_t buffer_size, int create),
+	       xattr_name, buffer_addr, buffer_size, create)
+DCACHE_FORWARD(fsal_status_t, setextattr_value_by_id,
+	       (struct fsal_obj_handle *obj, unsigned int xattr_id,
+		void *buffer_addr, size_t buffer_size),
+	       xattr_id, buffer_addr, buffer_size)
+DCACHE_FORWARD(fsal_status_t, remove_extattr_by_id,
+	       (struct fsal_obj_handle *obj, unsigned int xattr_id), xattr_id)
+DCACHE_FORWARD(fsal_status_t, remove_extattr_by_name,
+	       (struct fsal_obj_handle *obj, const char *xattr_name),
+	       xattr_name)
+DCACHE_FORWARD(void, handle_to_key,
+	       (struct fsal_obj_handle *obj, struct gsh_buffdesc *fh_desc),
+	       fh_desc)
+DCACHE_FORWARD(bool, check_verifier,
+	       (struct fsal_obj_handle *obj, fsal_verifier_t verifier),
+	       verifier)
+DCACHE_FORWARD(fsal_openflags_t, status2,
+	       (struct fsal_obj_handle *obj, struct state_t *state), state)
+DCACHE_FORWARD(fsal_status_t, reopen2,
+	       (struct fsal_obj_handle *obj, struct state_t *state,
+		fsal_openflags_t openflags),
+	       state, openflags)
+DCACHE_FORWARD(fsal_status_t, seek2,
+	       (struct fsal_obj_handle *obj, struct state_t *state,
+		struct io_info *info),
+	       state, info)
+DCACHE_FORWARD(fsal_status_t, io_advise2,
+	       (struct fsal_obj_handle *obj, struct state_t *state,
+		struct io_hints *hints),
+	       state, hints)
+DCACHE_FORWARD(fsal_status_t, lock_op2,
+	       (struct fsal_obj_handle *obj, struct state_t *state, void *owner,
+		fsal_lock_op_t lock_op, fsal_lock_param_t *request_lock,
+		fsal_lock_param_t *conflicting_lock),
+	       state, owner, lock_op, request_lock, conflicting_lock)
+DCACHE_FORWARD(fsal_status_t, setattr2,
+	       (struct fsal_obj_handle *obj, bool bypass, struct state_t *state,
+		struct fsal_attrlist *attrib_set),
+	       bypass, state, attrib_set)
+DCACHE_FORWARD(bool, is_referral,
+	       (struct fsal_obj_handle *obj, struct fsal_attrlist *attrs,
+		bool cache_attrs),
+	       attrs, cache_attrs)
+
+static fsal_status_t dcache_handle_to_wire(const struct fsal_obj_handle *obj,
+					   fsal_digesttype_t output_type,
+					   struct gsh_buffdesc *fh_desc)
+{
+	struct fsal_obj_handle *sub =
+		dcache_handle_of((struct fsal_obj_handle *)obj)->sub_handle;
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	return sub->obj_ops->handle_to_wire(sub, output_type, fh_desc);
+}
+
+static fsal_status_t dcache_unlink(struct fsal_obj_handle *dir,
+				   struct fsal_obj_handle *obj,
+				   const char *name)
+{
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	return sub_of(dir)->obj_ops->unlink(sub_of(dir), sub_of(obj), name);
+}
+
+/* ---- open and close ----------------------------------------------------- */
+
+static fsal_status_t dcache_open2(struct fsal_obj_handle *obj,
+				  struct state_t *state,
+				  fsal_openflags_t openflags,
+				  enum fsal_create_mode createmode,
+				  const char *name,
+				  struct fsal_attrlist *attrs_in,
+				  fsal_verifier_t verifier,
+				  struct fsal_obj_handle **new_obj,
+				  struct fsal_attrlist *attrs_out,
+				  bool *caller_perm_check)
+{
+	fsal_status_t status;
+
+	*new_obj = NULL;
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+		status = sub_of(obj)->obj_ops->open2(sub_of(obj), state,
+						     openflags, createmode,
+						     name, attrs_in, verifier,
+						     new_obj, attrs_out,
+						     caller_perm_check);
+	}
+	return wrap_result(status, new_obj);
+}
+
+/* The O_DIRECT descriptor the core keeps beside VFS's follows VFS's global
+ * descriptor: closed whenever VFS closes its own. */
+static fsal_status_t dcache_close(struct fsal_obj_handle *obj)
+{
+	struct dcache_obj_handle *h = dcache_handle_of(obj);
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	if (h->file)
+		dcache_file_close(h->file);
+	return h->sub_handle->obj_ops->close(h->sub_handle);
+}
+
+static fsal_status_t dcache_close2(struct fsal_obj_handle *obj,
+				   struct state_t *state)
+{
+	struct dcache_obj_handle *h = dcache_handle_of(obj);
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	if (h->file)
+		dcache_file_close(h->file);
+	return h->sub_handle->obj_ops->close2(h->sub_handle, state);
+}
+
+void dcache_handle_ops_init(struct fsal_obj_ops *ops)
+{
+	fsal_default_obj_ops_init(ops);
+
+	ops->release = dcache_release;
+	ops->merge = dcache_merge;
+	ops->lookup = dcache_lookup;
+	ops->readdir = dcache_readdir;
+	ops->compute_readdir_cookie = dcache_compute_readdir_cookie;
+	ops->dirent_cmp = dcache_dirent_cmp;
+	ops->mkdir = dcache_mkdir;
+	ops->mknode = dcache_mknode;
+	ops->symlink = dcache_symlink;
+	ops->readlink = dcache_readlink;
+	ops->getattrs = dcache_getattrs;
+	ops->link = dcache_link;
+	ops->rename = dcache_rename;
+	ops->unlink = dcache_unlink;
+	ops->close = dcache_close;
+	ops->fallocate = dcache_fallocate;
+	ops->list_ext_attrs = dcache_list_ext_attrs;
+	ops->getextattr_id_by_name = dcache_getextattr_id_by_name;
+	ops->getextattr_value_by_name = dcache_getextattr_value_by_name;
+	ops->getextattr_value_by_id = dcache_getextattr_value_by_id;
+	ops->setextattr_value = dcache_setextattr_value;
+	ops->setextattr_value_by_id = dcache_setextattr_value_by_id;
+	ops->remove_extattr_by_id = dcache_remove_extattr_by_id;
+	ops->remove_extattr_by_name = dcache_remove_extattr_by_name;
+	ops->handle_to_wire = dcache_handle_to_wire;
+	ops->handle_to_key = dcache_handle_to_key;
+	ops->open2 = dcache_open2;
+	ops->check_verifier = dcache_check_verifier;
+	ops->status2 = dcache_status2;
+	ops->reopen2 = dcache_reopen2;
+	ops->read2 = dcache_read2;
+	ops->write2 = dcache_write2;
+	ops->seek2 = dcache_seek2;
+	ops->io_advise2 = dcache_io_advise2;
+	ops->commit2 = dcache_commit2;
+	ops->lock_op2 = dcache_lock_op2;
+	ops->setattr2 = dcache_setattr2;
+	ops->close2 = dcache_close2;
+	ops->is_referral = dcache_is_referral;
+}

@@ -1,0 +1,197 @@
+// dcache_settings_parse and friends: turn the EXPORT block's strings into
+// validated settings.  Pure (no I/O, no globals); thread-safe.
+#include "dcache/core.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+namespace {
+
+constexpr std::uint32_t k_max_num_pages = 1024;
+
+std::string_view trim(std::string_view s) noexcept
+{
+	while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+		s.remove_prefix(1);
+	while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+		s.remove_suffix(1);
+	return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) noexcept
+{
+	if (a.size() != b.size())
+		return false;
+	for (std::size_t i = 0; i < a.size(); ++i) {
+		char x = a[i], y = b[i];
+		if (x >= 'A' && x <= 'Z')
+			x = static_cast<char>(x - 'A' + 'a');
+		if (y >= 'A' && y <= 'Z')
+			y = static_cast<char>(y - 'A' + 'a');
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
+struct mode_word {
+	const char *word;
+	dcache_mode mode;
+};
+
+// Names first, then the kernel's numbers (fadvise has none).
+constexpr mode_word k_read_modes[] = {
+	{"buffered", DCACHE_MODE_BUFFERED}, {"dontcache", DCACHE_MODE_DONTCACHE},
+	{"fadvise", DCACHE_MODE_FADVISE},   {"direct", DCACHE_MODE_DIRECT},
+	{"0", DCACHE_MODE_BUFFERED},        {"1", DCACHE_MODE_DONTCACHE},
+	{"2", DCACHE_MODE_DIRECT},
+};
+constexpr mode_word k_write_modes[] = {
+	{"buffered", DCACHE_MODE_BUFFERED},
+	{"dontcache", DCACHE_MODE_DONTCACHE},
+	{"fadvise", DCACHE_MODE_FADVISE},
+	{"direct", DCACHE_MODE_DIRECT},
+	{"direct_data_sync", DCACHE_MODE_DIRECT_DATA_SYNC},
+	{"direct_file_sync", DCACHE_MODE_DIRECT_FILE_SYNC},
+	{"0", DCACHE_MODE_BUFFERED},
+	{"1", DCACHE_MODE_DONTCACHE},
+	{"2", DCACHE_MODE_DIRECT},
+	{"3", DCACHE_MODE_DIRECT_DATA_SYNC},
+	{"4", DCACHE_MODE_DIRECT_FILE_SYNC},
+};
+
+void explain(char *why, std::size_t why_len, const char *setting, const char *value,
+	     const char *allowed) noexcept
+{
+	if (why == nullptr || why_len == 0)
+		return;
+	std::snprintf(why, why_len, "%s = \"%s\" is not valid; allowed: %s", setting, value, allowed);
+}
+
+template <std::size_t N>
+bool parse_mode(const char *text, const mode_word (&table)[N], dcache_mode *out) noexcept
+{
+	const std::string_view v = trim(text);
+	for (const auto &w : table) {
+		if (iequals(v, w.word)) {
+			*out = w.mode;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool parse_bool(const char *text, bool *out) noexcept
+{
+	const std::string_view v = trim(text);
+	for (const char *t : {"true", "yes", "on", "1"})
+		if (iequals(v, t))
+			return *out = true, true;
+	for (const char *f : {"false", "no", "off", "0"})
+		if (iequals(v, f))
+			return *out = false, true;
+	return false;
+}
+
+bool parse_pages(const char *text, std::uint32_t *out) noexcept
+{
+	const std::string_view v = trim(text);
+	if (v.empty() || v.size() > 5)
+		return false;
+	std::uint32_t n = 0;
+	for (char c : v) {
+		if (c < '0' || c > '9')
+			return false;
+		n = n * 10 + static_cast<std::uint32_t>(c - '0');
+	}
+	if (n > k_max_num_pages)
+		return false;
+	*out = n;
+	return true;
+}
+
+} // namespace
+
+extern "C" {
+
+struct dcache_settings dcache_settings_default(void)
+{
+	dcache_settings s{};
+	s.io_cache_read = DCACHE_MODE_BUFFERED;
+	s.io_cache_write = DCACHE_MODE_BUFFERED;
+	s.direct_misaligned_num_pages = 2;
+	s.direct_misaligned_dontcache = true;
+	// Issue 3 picks this default by measuring copy versus fallback.
+	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BOUNCE;
+	return s;
+}
+
+int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out,
+			  char *why, size_t why_len)
+{
+	if (why != nullptr && why_len > 0)
+		why[0] = '\0';
+	if (text == nullptr || out == nullptr) {
+		if (why != nullptr && why_len > 0)
+			std::snprintf(why, why_len, "dcache_settings_parse: no settings given");
+		return EINVAL;
+	}
+	// Build into a local so *out is untouched on error.
+	dcache_settings s = dcache_settings_default();
+	if (text->io_cache_read != nullptr &&
+	    !parse_mode(text->io_cache_read, k_read_modes, &s.io_cache_read)) {
+		explain(why, why_len, "IO_Cache_Read", text->io_cache_read,
+			"buffered, dontcache, fadvise, direct (or the kernel's numbers 0, 1, 2)");
+		return EINVAL;
+	}
+	if (text->io_cache_write != nullptr &&
+	    !parse_mode(text->io_cache_write, k_write_modes, &s.io_cache_write)) {
+		explain(why, why_len, "IO_Cache_Write", text->io_cache_write,
+			"buffered, dontcache, fadvise, direct, direct_data_sync, direct_file_sync "
+			"(or the kernel's numbers 0, 1, 2, 3, 4)");
+		return EINVAL;
+	}
+	if (text->direct_misaligned_num_pages != nullptr &&
+	    !parse_pages(text->direct_misaligned_num_pages, &s.direct_misaligned_num_pages)) {
+		explain(why, why_len, "Direct_Misaligned_Num_Pages", text->direct_misaligned_num_pages,
+			"an integer from 0 to 1024 (pages of 4096 bytes)");
+		return EINVAL;
+	}
+	if (text->direct_misaligned_dontcache != nullptr &&
+	    !parse_bool(text->direct_misaligned_dontcache, &s.direct_misaligned_dontcache)) {
+		explain(why, why_len, "Direct_Misaligned_Dontcache", text->direct_misaligned_dontcache,
+			"true, false, yes, no, on, off, 1, 0");
+		return EINVAL;
+	}
+	if (text->direct_misaligned_memory != nullptr) {
+		const std::string_view v = trim(text->direct_misaligned_memory);
+		if (iequals(v, "bounce")) {
+			s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BOUNCE;
+		} else if (iequals(v, "buffered")) {
+			s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BUFFERED;
+		} else {
+			explain(why, why_len, "Direct_Misaligned_Memory", text->direct_misaligned_memory,
+				"bounce, buffered");
+			return EINVAL;
+		}
+	}
+	*out = s;
+	return 0;
+}
+
+const char *dcache_mode_name(enum dcache_mode mode)
+{
+	switch (mode) {
+	case DCACHE_MODE_BUFFERED: return "buffered";
+	case DCACHE_MODE_DONTCACHE: return "dontcache";
+	case DCACHE_MODE_DIRECT: return "direct";
+	case DCACHE_MODE_DIRECT_DATA_SYNC: return "direct_data_sync";
+	case DCACHE_MODE_DIRECT_FILE_SYNC: return "direct_file_sync";
+	case DCACHE_MODE_FADVISE: return "fadvise";
+	}
+	return "unknown";
+}
+
+} // extern "C"

@@ -1,0 +1,171 @@
+/*
+ * The narrow C API between the Ganesha adapter (C, the only code that
+ * includes Ganesha headers) and the C++ core (policy, planning, stats) with
+ * its I/O layer (the only code that makes syscalls).
+ *
+ * Rules of the seam:
+ *  - plain C types only; no exceptions cross it (every entry point is
+ *    noexcept on the C++ side and reports errors as errno values);
+ *  - memory allocated by the core is freed by the core (dcache_*_free);
+ *  - thread-safety is stated per function.
+ */
+#ifndef DCACHE_CORE_H
+#define DCACHE_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- settings ---------------------------------------------------------- */
+
+/* Values mirror knfsd's io_cache_read / io_cache_write numbers; FADVISE has
+ * no kernel number and is accepted only by name. */
+enum dcache_mode {
+	DCACHE_MODE_BUFFERED = 0,
+	DCACHE_MODE_DONTCACHE = 1,
+	DCACHE_MODE_DIRECT = 2,
+	DCACHE_MODE_DIRECT_DATA_SYNC = 3, /* IO_Cache_Write only */
+	DCACHE_MODE_DIRECT_FILE_SYNC = 4, /* IO_Cache_Write only */
+	DCACHE_MODE_FADVISE = 100,
+};
+
+/* What to do with the direct middle of a WRITE whose payload is not
+ * aligned in memory (the usual case for a payload decoded off TCP). */
+enum dcache_mem_misaligned {
+	DCACHE_MEM_MISALIGNED_BOUNCE = 0,   /* copy the middle to an aligned buffer */
+	DCACHE_MEM_MISALIGNED_BUFFERED = 1, /* the kernel's choice: no split */
+};
+
+/* Settings exactly as written in the EXPORT { FSAL { ... } } block.  A NULL
+ * string means "not set": the default applies. */
+struct dcache_settings_text {
+	const char *io_cache_read;
+	const char *io_cache_write;
+	const char *direct_misaligned_num_pages;
+	const char *direct_misaligned_dontcache;
+	const char *direct_misaligned_memory;
+};
+
+/* Validated settings. */
+struct dcache_settings {
+	enum dcache_mode io_cache_read;
+	enum dcache_mode io_cache_write;
+	uint32_t direct_misaligned_num_pages;
+	bool direct_misaligned_dontcache;
+	enum dcache_mem_misaligned direct_misaligned_memory;
+};
+
+/* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */
+struct dcache_settings dcache_settings_default(void);
+
+/* Validate *text into *out.  Returns 0, or EINVAL with a one-line message in
+ * why[] naming the setting, the bad value and what is allowed, e.g.
+ *   IO_Cache_Read = "fast" is not valid; allowed: buffered, dontcache,
+ *   fadvise, direct (or the kernel's numbers 0, 1, 2)
+ * Pure; thread-safe. */
+int dcache_settings_parse(const struct dcache_settings_text *text,
+			  struct dcache_settings *out, char *why,
+			  size_t why_len);
+
+/* Canonical name of a mode ("direct_file_sync", ...). */
+const char *dcache_mode_name(enum dcache_mode mode);
+
+/* ---- per export -------------------------------------------------------- */
+
+struct dcache_export;
+
+/* name: used in log lines and stats ("export 1 /data").  NULL on ENOMEM. */
+struct dcache_export *dcache_export_new(const struct dcache_settings *settings,
+					const char *name);
+/* Live reconfiguration: requests already in flight finish with the
+ * settings they started with; new ones see the new settings.  Thread-safe. */
+void dcache_export_update(struct dcache_export *exp,
+			  const struct dcache_settings *settings);
+struct dcache_settings dcache_export_settings(const struct dcache_export *exp);
+void dcache_export_free(struct dcache_export *exp);
+
+/* ---- per file object --------------------------------------------------- */
+
+struct dcache_file;
+
+/* One per file object of the export; holds the lazily opened O_DIRECT
+ * descriptor and the file's probed capabilities. */
+struct dcache_file *dcache_file_new(struct dcache_export *exp);
+/* Closes the O_DIRECT descriptor (reopened on next use). Thread-safe. */
+void dcache_file_close(struct dcache_file *file);
+void dcache_file_free(struct dcache_file *file);
+
+/* ---- the data path ----------------------------------------------------- */
+
+/* One READ or WRITE.  fd is the sub-FSAL's descriptor for the object, valid
+ * (and protected by the sub-FSAL's locks) for the duration of the call. */
+struct dcache_io {
+	int fd;
+	uint64_t offset;
+	const struct iovec *iov;
+	int iov_count;
+	bool stable; /* WRITE: the client asked for a stable write */
+};
+
+struct dcache_io_result {
+	int error;     /* 0 or an errno value */
+	size_t bytes;  /* bytes transferred (also on a short transfer) */
+	bool stable;   /* WRITE: reply FILE_SYNC (never lower than asked) */
+	bool eof;      /* READ: end of file reached */
+};
+
+/* Blocking; thread-safe. */
+struct dcache_io_result dcache_read(struct dcache_export *exp,
+				    struct dcache_file *file,
+				    const struct dcache_io *io);
+struct dcache_io_result dcache_write(struct dcache_export *exp,
+				     struct dcache_file *file,
+				     const struct dcache_io *io);
+/* Called after the sub-FSAL's COMMIT succeeded on [offset, offset+len)
+ * (len 0: to end of file), which took sync_ns; counts it and does the
+ * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode.
+ * Returns 0 or an errno value. */
+int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file,
+			int fd, uint64_t offset, uint64_t len,
+			uint64_t sync_ns);
+
+/* ---- statistics -------------------------------------------------------- */
+
+/* Counters are kept per export, lock-free.  The set is fixed at build time:
+ * index 0 .. dcache_stats_count()-1, each with a stable snake_case name. */
+size_t dcache_stats_count(void);
+const char *dcache_stats_name(size_t index);
+uint64_t dcache_stats_value(const struct dcache_export *exp, size_t index);
+void dcache_stats_reset(struct dcache_export *exp);
+
+/* Service time of READ, WRITE and COMMIT as the plugin saw them (from the
+ * plugin's entry to its reply), for Ganesha's GetFSALStats. */
+enum dcache_op { DCACHE_OP_READ, DCACHE_OP_WRITE, DCACHE_OP_COMMIT, DCACHE_OP_COUNT };
+struct dcache_latency {
+	uint64_t count;
+	uint64_t total_ns;
+	uint64_t min_ns;
+	uint64_t max_ns;
+};
+struct dcache_latency dcache_stats_latency(const struct dcache_export *exp,
+					   enum dcache_op op);
+const char *dcache_op_name(enum dcache_op op);
+
+/* ---- logging ----------------------------------------------------------- */
+
+/* The core logs through the adapter (which uses Ganesha's log). */
+enum dcache_log_level { DCACHE_LOG_ERROR, DCACHE_LOG_WARN, DCACHE_LOG_INFO, DCACHE_LOG_DEBUG };
+typedef void (*dcache_log_fn)(enum dcache_log_level level, const char *message);
+void dcache_set_log(dcache_log_fn fn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DCACHE_CORE_H */

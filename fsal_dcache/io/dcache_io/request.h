@@ -1,0 +1,73 @@
+// I/O request and result values: the only vocabulary the core uses to ask
+// the I/O layer for work.  Requests are plain values; a backend executes
+// them.  Nothing here owns memory: the iovecs a request points at belong to
+// the caller and must stay valid until the request's result is delivered
+// (for the synchronous backend, until execute() returns).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+
+// Bookworm's uapi headers predate Linux 6.14's RWF_DONTCACHE.
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080
+#endif
+
+namespace dcache::io {
+
+enum class op_kind : std::uint8_t {
+	read,             // preadv2(fd, iov, offset, rwf)
+	write,            // pwritev2(fd, iov, offset, rwf)
+	fsync,            // fsync(fd)
+	fdatasync,        // fdatasync(fd)
+	sync_range,       // sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)
+	fadvise_dontneed, // posix_fadvise(POSIX_FADV_DONTNEED); length 0 = to EOF
+};
+
+const char *op_name(op_kind op) noexcept;
+
+struct request {
+	op_kind op = op_kind::read;
+	int fd = -1;
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0; // sync_range / fadvise only; rw use the iovecs
+	const struct iovec *iov = nullptr;
+	int iov_count = 0;
+	int rwf = 0; // RWF_* flags for read/write
+
+	[[nodiscard]] std::size_t iov_bytes() const noexcept
+	{
+		std::size_t n = 0;
+		for (int i = 0; i < iov_count; ++i)
+			n += iov[i].iov_len;
+		return n;
+	}
+};
+
+// errno is the currency: error is 0 or a positive errno value, whatever
+// convention the underlying call used (-1+errno, returned error, -errno).
+struct [[nodiscard]] result {
+	int error = 0;
+	std::size_t bytes = 0;
+
+	[[nodiscard]] bool ok() const noexcept { return error == 0; }
+	static result failure(int err) noexcept { return {err, 0}; }
+	static result success(std::size_t n) noexcept { return {0, n}; }
+};
+
+// Direct-I/O alignment of one file.  0 means "unknown": no direct I/O.
+struct dio_caps {
+	std::uint32_t mem_align = 0;    // M: buffer address (and segment) alignment
+	std::uint32_t offset_align = 0; // O: file offset / length alignment
+	std::uint32_t read_align = 0;   // R: read offset alignment (<= O)
+	enum class source : std::uint8_t { none, statx, xfs_dioinfo, fake } from = source::none;
+
+	[[nodiscard]] bool known() const noexcept
+	{
+		return mem_align != 0 && offset_align != 0;
+	}
+};
+
+} // namespace dcache::io

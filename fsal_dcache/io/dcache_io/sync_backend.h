@@ -1,0 +1,26 @@
+// Synchronous backend: one blocking syscall per request.  Stateless, so
+// thread-safe; owns no descriptors (those returned by open_direct belong to
+// the caller).
+#pragma once
+
+#include "dcache_io/backend.h"
+
+namespace dcache::io {
+
+class sync_backend final : public backend {
+public:
+	[[nodiscard]] const char *name() const noexcept override { return "sync"; }
+	[[nodiscard]] result execute(const request &req) noexcept override;
+	[[nodiscard]] dio_caps probe_dio(int fd) noexcept override;
+	[[nodiscard]] open_result open_direct(int fd) noexcept override;
+	void close_fd(int fd) noexcept override;
+};
+
+// The probes on their own, for tests and tools.
+// statx(STATX_DIOALIGN|STATX_DIO_READ_ALIGN); caps.from == none if the
+// filesystem reports nothing.
+[[nodiscard]] dio_caps probe_statx(int fd) noexcept;
+// XFS_IOC_DIOINFO; caps.from == none on any other filesystem.
+[[nodiscard]] dio_caps probe_xfs_dioinfo(int fd) noexcept;
+
+} // namespace dcache::io

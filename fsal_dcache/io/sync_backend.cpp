@@ -1,0 +1,165 @@
+#include "dcache_io/sync_backend.h"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <xfs/xfs.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+
+namespace dcache::io {
+
+const char *op_name(op_kind op) noexcept
+{
+	switch (op) {
+	case op_kind::read: return "read";
+	case op_kind::write: return "write";
+	case op_kind::fsync: return "fsync";
+	case op_kind::fdatasync: return "fdatasync";
+	case op_kind::sync_range: return "sync_range";
+	case op_kind::fadvise_dontneed: return "fadvise_dontneed";
+	}
+	return "?";
+}
+
+namespace {
+
+// Our own copy of the uapi statx layout: bookworm's <linux/stat.h> stops at
+// stx_dio_offset_align.  stx_dio_read_offset_align (Linux 6.14) is NOT right
+// after stx_dio_offset_align: stx_subvol and the three atomic-write fields
+// come first, putting it at 0xb4.
+struct kernel_statx {
+	std::uint32_t stx_mask;
+	std::uint32_t stx_blksize;
+	std::uint64_t stx_attributes;
+	std::uint32_t stx_nlink, stx_uid, stx_gid;
+	std::uint16_t stx_mode, spare0;
+	std::uint64_t stx_ino, stx_size, stx_blocks, stx_attributes_mask;
+	std::uint64_t timestamps[8]; // atime, btime, ctime, mtime (16 bytes each)
+	std::uint32_t stx_rdev_major, stx_rdev_minor, stx_dev_major, stx_dev_minor;
+	std::uint64_t stx_mnt_id;
+	std::uint32_t stx_dio_mem_align;
+	std::uint32_t stx_dio_offset_align;
+	std::uint64_t stx_subvol;
+	std::uint32_t stx_atomic_write_unit_min;
+	std::uint32_t stx_atomic_write_unit_max;
+	std::uint32_t stx_atomic_write_segments_max;
+	std::uint32_t stx_dio_read_offset_align;
+	std::uint64_t spare[9];
+};
+static_assert(offsetof(kernel_statx, stx_dio_mem_align) == 0x98);
+static_assert(offsetof(kernel_statx, stx_dio_offset_align) == 0x9c);
+static_assert(offsetof(kernel_statx, stx_dio_read_offset_align) == 0xb4);
+static_assert(sizeof(kernel_statx) == 0x100);
+
+constexpr unsigned k_statx_dioalign = 0x00002000U;
+constexpr unsigned k_statx_dio_read_align = 0x00020000U;
+
+} // namespace
+
+dio_caps probe_statx(int fd) noexcept
+{
+	kernel_statx stx{};
+	dio_caps caps;
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH,
+		    k_statx_dioalign | k_statx_dio_read_align, &stx) != 0)
+		return caps;
+	if (!(stx.stx_mask & k_statx_dioalign) || stx.stx_dio_offset_align == 0)
+		return caps;
+	caps.mem_align = stx.stx_dio_mem_align;
+	caps.offset_align = stx.stx_dio_offset_align;
+	// 0 (or not returned) means reads use the write offset alignment.
+	caps.read_align = (stx.stx_mask & k_statx_dio_read_align) && stx.stx_dio_read_offset_align
+				  ? stx.stx_dio_read_offset_align
+				  : stx.stx_dio_offset_align;
+	caps.from = dio_caps::source::statx;
+	return caps;
+}
+
+dio_caps probe_xfs_dioinfo(int fd) noexcept
+{
+	struct dioattr da {};
+	dio_caps caps;
+	if (ioctl(fd, XFS_IOC_DIOINFO, &da) != 0 || da.d_miniosz == 0 || da.d_mem == 0)
+		return caps;
+	caps.mem_align = da.d_mem;
+	caps.offset_align = da.d_miniosz;
+	caps.read_align = da.d_miniosz;
+	caps.from = dio_caps::source::xfs_dioinfo;
+	return caps;
+}
+
+dio_caps sync_backend::probe_dio(int fd) noexcept
+{
+	dio_caps caps = probe_statx(fd);
+	if (caps.known())
+		return caps;
+	return probe_xfs_dioinfo(fd);
+}
+
+open_result sync_backend::open_direct(int fd) noexcept
+{
+	char path[64];
+	std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int accmode = O_RDWR;
+	int dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (dfd < 0 && errno == EACCES) {
+		// The object may be read-only to us (or opened O_RDONLY by the
+		// sub-FSAL on a read-only file): reopen with the same access mode.
+		const int fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			return {errno, -1};
+		accmode = fl & O_ACCMODE;
+		dfd = open(path, accmode | O_DIRECT | O_CLOEXEC);
+	}
+	if (dfd < 0)
+		return {errno, -1, false, false};
+	return {0, dfd, accmode != O_WRONLY, accmode != O_RDONLY};
+}
+
+void sync_backend::close_fd(int fd) noexcept
+{
+	// close() must not be retried on EINTR on Linux: the fd is gone.
+	(void)close(fd);
+}
+
+result sync_backend::execute(const request &req) noexcept
+{
+	switch (req.op) {
+	case op_kind::read: {
+		const ssize_t n = preadv2(req.fd, req.iov, req.iov_count,
+					  static_cast<off_t>(req.offset), req.rwf);
+		return n < 0 ? result::failure(errno) : result::success(static_cast<std::size_t>(n));
+	}
+	case op_kind::write: {
+		const ssize_t n = pwritev2(req.fd, req.iov, req.iov_count,
+					   static_cast<off_t>(req.offset), req.rwf);
+		return n < 0 ? result::failure(errno) : result::success(static_cast<std::size_t>(n));
+	}
+	case op_kind::fsync:
+		return fsync(req.fd) != 0 ? result::failure(errno) : result::success(0);
+	case op_kind::fdatasync:
+		return fdatasync(req.fd) != 0 ? result::failure(errno) : result::success(0);
+	case op_kind::sync_range:
+		return sync_file_range(req.fd, static_cast<off_t>(req.offset),
+				       static_cast<off_t>(req.length),
+				       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+					       SYNC_FILE_RANGE_WAIT_AFTER) != 0
+			       ? result::failure(errno)
+			       : result::success(0);
+	case op_kind::fadvise_dontneed: {
+		// posix_fadvise returns the error number; errno is untouched.
+		const int err = posix_fadvise(req.fd, static_cast<off_t>(req.offset),
+					      static_cast<off_t>(req.length), POSIX_FADV_DONTNEED);
+		return err != 0 ? result::failure(err) : result::success(0);
+	}
+	}
+	return result::failure(EINVAL);
+}
+
+} // namespace dcache::io

@@ -1,0 +1,260 @@
+// dcache_settings_parse: every accepted spelling, every rejection, and the
+// message naming the setting, the bad value and what is allowed.
+#include "dcache/core.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <tuple>
+
+using ::testing::HasSubstr;
+
+namespace {
+
+struct parsed {
+	int rc;
+	dcache_settings s;
+	std::string why;
+};
+
+parsed parse(const dcache_settings_text &t)
+{
+	parsed p{};
+	char why[256];
+	std::memset(why, 'x', sizeof(why));
+	p.s = dcache_settings_default();
+	p.rc = dcache_settings_parse(&t, &p.s, why, sizeof(why));
+	p.why = why;
+	return p;
+}
+
+TEST(settings, defaults)
+{
+	const dcache_settings d = dcache_settings_default();
+	EXPECT_EQ(d.io_cache_read, DCACHE_MODE_BUFFERED);
+	EXPECT_EQ(d.io_cache_write, DCACHE_MODE_BUFFERED);
+	EXPECT_EQ(d.direct_misaligned_num_pages, 2u);
+	EXPECT_TRUE(d.direct_misaligned_dontcache);
+	EXPECT_EQ(d.direct_misaligned_memory, DCACHE_MEM_MISALIGNED_BOUNCE);
+}
+
+TEST(settings, all_null_gives_defaults_and_empty_why)
+{
+	dcache_settings_text t{};
+	dcache_settings out{};
+	out.io_cache_read = DCACHE_MODE_DIRECT;
+	char why[64] = "junk";
+	ASSERT_EQ(dcache_settings_parse(&t, &out, why, sizeof(why)), 0);
+	EXPECT_EQ(out.io_cache_read, DCACHE_MODE_BUFFERED);
+	EXPECT_EQ(out.direct_misaligned_num_pages, 2u);
+	EXPECT_STREQ(why, "");
+}
+
+TEST(settings, null_arguments)
+{
+	dcache_settings out{};
+	char why[128];
+	EXPECT_EQ(dcache_settings_parse(nullptr, &out, why, sizeof(why)), EINVAL);
+	EXPECT_NE(std::string(why), "");
+	dcache_settings_text t{};
+	EXPECT_EQ(dcache_settings_parse(&t, nullptr, why, sizeof(why)), EINVAL);
+	// why may be NULL
+	EXPECT_EQ(dcache_settings_parse(&t, &out, nullptr, 0), 0);
+	t.io_cache_read = "bogus";
+	EXPECT_EQ(dcache_settings_parse(&t, &out, nullptr, 0), EINVAL);
+}
+
+using mode_case = std::tuple<const char *, dcache_mode>;
+
+class read_modes : public ::testing::TestWithParam<mode_case> {};
+TEST_P(read_modes, accepted)
+{
+	dcache_settings_text t{};
+	t.io_cache_read = std::get<0>(GetParam());
+	const parsed p = parse(t);
+	ASSERT_EQ(p.rc, 0) << p.why;
+	EXPECT_EQ(p.s.io_cache_read, std::get<1>(GetParam()));
+	EXPECT_EQ(p.s.io_cache_write, DCACHE_MODE_BUFFERED);
+}
+INSTANTIATE_TEST_SUITE_P(
+	settings, read_modes,
+	::testing::Values(mode_case{"buffered", DCACHE_MODE_BUFFERED}, mode_case{"BUFFERED", DCACHE_MODE_BUFFERED},
+			  mode_case{"dontcache", DCACHE_MODE_DONTCACHE}, mode_case{"DontCache", DCACHE_MODE_DONTCACHE},
+			  mode_case{"fadvise", DCACHE_MODE_FADVISE}, mode_case{"Fadvise", DCACHE_MODE_FADVISE},
+			  mode_case{"direct", DCACHE_MODE_DIRECT}, mode_case{"DIRECT", DCACHE_MODE_DIRECT},
+			  mode_case{"0", DCACHE_MODE_BUFFERED}, mode_case{"1", DCACHE_MODE_DONTCACHE},
+			  mode_case{"2", DCACHE_MODE_DIRECT}, mode_case{" direct ", DCACHE_MODE_DIRECT}));
+
+class write_modes : public ::testing::TestWithParam<mode_case> {};
+TEST_P(write_modes, accepted)
+{
+	dcache_settings_text t{};
+	t.io_cache_write = std::get<0>(GetParam());
+	const parsed p = parse(t);
+	ASSERT_EQ(p.rc, 0) << p.why;
+	EXPECT_EQ(p.s.io_cache_write, std::get<1>(GetParam()));
+	EXPECT_EQ(p.s.io_cache_read, DCACHE_MODE_BUFFERED);
+}
+INSTANTIATE_TEST_SUITE_P(
+	settings, write_modes,
+	::testing::Values(mode_case{"buffered", DCACHE_MODE_BUFFERED}, mode_case{"dontcache", DCACHE_MODE_DONTCACHE},
+			  mode_case{"fadvise", DCACHE_MODE_FADVISE}, mode_case{"direct", DCACHE_MODE_DIRECT},
+			  mode_case{"direct_data_sync", DCACHE_MODE_DIRECT_DATA_SYNC},
+			  mode_case{"Direct_Data_Sync", DCACHE_MODE_DIRECT_DATA_SYNC},
+			  mode_case{"direct_file_sync", DCACHE_MODE_DIRECT_FILE_SYNC},
+			  mode_case{"DIRECT_FILE_SYNC", DCACHE_MODE_DIRECT_FILE_SYNC},
+			  mode_case{"0", DCACHE_MODE_BUFFERED}, mode_case{"1", DCACHE_MODE_DONTCACHE},
+			  mode_case{"2", DCACHE_MODE_DIRECT}, mode_case{"3", DCACHE_MODE_DIRECT_DATA_SYNC},
+			  mode_case{"4", DCACHE_MODE_DIRECT_FILE_SYNC}));
+
+class bad_read_modes : public ::testing::TestWithParam<const char *> {};
+TEST_P(bad_read_modes, rejected_with_message)
+{
+	dcache_settings_text t{};
+	t.io_cache_read = GetParam();
+	dcache_settings before = dcache_settings_default();
+	before.io_cache_write = DCACHE_MODE_DIRECT;
+	dcache_settings out = before;
+	char why[256];
+	ASSERT_EQ(dcache_settings_parse(&t, &out, why, sizeof(why)), EINVAL);
+	const std::string w = why;
+	EXPECT_THAT(w, HasSubstr("IO_Cache_Read"));
+	EXPECT_THAT(w, HasSubstr(std::string("\"") + GetParam() + "\""));
+	EXPECT_THAT(w, HasSubstr("buffered, dontcache, fadvise, direct"));
+	EXPECT_THAT(w, HasSubstr("0, 1, 2"));
+	EXPECT_EQ(w.find('\n'), std::string::npos);
+	EXPECT_EQ(out.io_cache_write, DCACHE_MODE_DIRECT) << "*out must be untouched on error";
+}
+INSTANTIATE_TEST_SUITE_P(settings, bad_read_modes,
+			 ::testing::Values("fast", "", "3", "4", "direct_data_sync", "direct_file_sync", "-1",
+					   "100", "buffered,", "dont cache", "02", "directx"));
+
+class bad_write_modes : public ::testing::TestWithParam<const char *> {};
+TEST_P(bad_write_modes, rejected_with_message)
+{
+	dcache_settings_text t{};
+	t.io_cache_write = GetParam();
+	const parsed p = parse(t);
+	ASSERT_EQ(p.rc, EINVAL);
+	EXPECT_THAT(p.why, HasSubstr("IO_Cache_Write"));
+	EXPECT_THAT(p.why, HasSubstr(std::string("\"") + GetParam() + "\""));
+	EXPECT_THAT(p.why, HasSubstr("direct_data_sync, direct_file_sync"));
+	EXPECT_THAT(p.why, HasSubstr("0, 1, 2, 3, 4"));
+}
+INSTANTIATE_TEST_SUITE_P(settings, bad_write_modes,
+			 ::testing::Values("fast", "", "5", "100", "direct_sync", "file_sync", "-0", "1.0"));
+
+TEST(settings, num_pages_range)
+{
+	for (unsigned n : {0u, 1u, 2u, 16u, 1023u, 1024u}) {
+		dcache_settings_text t{};
+		const std::string v = std::to_string(n);
+		t.direct_misaligned_num_pages = v.c_str();
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, 0) << v << ": " << p.why;
+		EXPECT_EQ(p.s.direct_misaligned_num_pages, n);
+	}
+	for (const char *bad : {"1025", "-1", "", "two", "2x", "0x10", "99999999999", "1e3", "+2"}) {
+		dcache_settings_text t{};
+		t.direct_misaligned_num_pages = bad;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, EINVAL) << bad;
+		EXPECT_THAT(p.why, HasSubstr("Direct_Misaligned_Num_Pages"));
+		EXPECT_THAT(p.why, HasSubstr(std::string("\"") + bad + "\""));
+		EXPECT_THAT(p.why, HasSubstr("0 to 1024"));
+	}
+}
+
+TEST(settings, dontcache_bool)
+{
+	for (const char *yes : {"true", "TRUE", "yes", "Yes", "on", "ON", "1"}) {
+		dcache_settings_text t{};
+		t.direct_misaligned_dontcache = yes;
+		dcache_settings out = dcache_settings_default();
+		out.direct_misaligned_dontcache = false;
+		ASSERT_EQ(dcache_settings_parse(&t, &out, nullptr, 0), 0) << yes;
+		EXPECT_TRUE(out.direct_misaligned_dontcache) << yes;
+	}
+	for (const char *no : {"false", "False", "no", "NO", "off", "Off", "0"}) {
+		dcache_settings_text t{};
+		t.direct_misaligned_dontcache = no;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, 0) << no;
+		EXPECT_FALSE(p.s.direct_misaligned_dontcache) << no;
+	}
+	for (const char *bad : {"2", "y", "n", "", "truee", "enabled"}) {
+		dcache_settings_text t{};
+		t.direct_misaligned_dontcache = bad;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, EINVAL) << bad;
+		EXPECT_THAT(p.why, HasSubstr("Direct_Misaligned_Dontcache"));
+		EXPECT_THAT(p.why, HasSubstr("true, false, yes, no, on, off, 1, 0"));
+	}
+}
+
+TEST(settings, misaligned_memory)
+{
+	dcache_settings_text t{};
+	t.direct_misaligned_memory = "Buffered";
+	parsed p = parse(t);
+	ASSERT_EQ(p.rc, 0);
+	EXPECT_EQ(p.s.direct_misaligned_memory, DCACHE_MEM_MISALIGNED_BUFFERED);
+	t.direct_misaligned_memory = "BOUNCE";
+	p = parse(t);
+	ASSERT_EQ(p.rc, 0);
+	EXPECT_EQ(p.s.direct_misaligned_memory, DCACHE_MEM_MISALIGNED_BOUNCE);
+	for (const char *bad : {"copy", "", "0", "direct"}) {
+		t.direct_misaligned_memory = bad;
+		p = parse(t);
+		ASSERT_EQ(p.rc, EINVAL) << bad;
+		EXPECT_THAT(p.why, HasSubstr("Direct_Misaligned_Memory"));
+		EXPECT_THAT(p.why, HasSubstr("bounce, buffered"));
+	}
+}
+
+TEST(settings, all_together)
+{
+	dcache_settings_text t{"direct", "direct_file_sync", "8", "off", "buffered"};
+	const parsed p = parse(t);
+	ASSERT_EQ(p.rc, 0) << p.why;
+	EXPECT_EQ(p.s.io_cache_read, DCACHE_MODE_DIRECT);
+	EXPECT_EQ(p.s.io_cache_write, DCACHE_MODE_DIRECT_FILE_SYNC);
+	EXPECT_EQ(p.s.direct_misaligned_num_pages, 8u);
+	EXPECT_FALSE(p.s.direct_misaligned_dontcache);
+	EXPECT_EQ(p.s.direct_misaligned_memory, DCACHE_MEM_MISALIGNED_BUFFERED);
+}
+
+TEST(settings, message_truncates_safely)
+{
+	dcache_settings_text t{};
+	t.io_cache_read = "fast";
+	dcache_settings out{};
+	char why[16];
+	std::memset(why, 'x', sizeof(why));
+	ASSERT_EQ(dcache_settings_parse(&t, &out, why, sizeof(why)), EINVAL);
+	EXPECT_EQ(std::string(why), "IO_Cache_Read =");
+}
+
+TEST(settings, mode_names)
+{
+	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_BUFFERED), "buffered");
+	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_DONTCACHE), "dontcache");
+	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_DIRECT), "direct");
+	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_DIRECT_DATA_SYNC), "direct_data_sync");
+	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_DIRECT_FILE_SYNC), "direct_file_sync");
+	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_FADVISE), "fadvise");
+	// Every name parses back to its mode (round trip for IO_Cache_Write).
+	for (dcache_mode m : {DCACHE_MODE_BUFFERED, DCACHE_MODE_DONTCACHE, DCACHE_MODE_DIRECT,
+			      DCACHE_MODE_DIRECT_DATA_SYNC, DCACHE_MODE_DIRECT_FILE_SYNC, DCACHE_MODE_FADVISE}) {
+		dcache_settings_text t{};
+		t.io_cache_write = dcache_mode_name(m);
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, 0);
+		EXPECT_EQ(p.s.io_cache_write, m);
+	}
+}
+
+} // namespace
