@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "export_mgr.h"
 #include "log.h"
 
 /* ---- wrapping ----------------------------------------------------------- */
@@ -146,7 +147,21 @@ static fsal_status_t new_handle_of(struct dcache_fsal_export *exp,
  *  - ".." of the export root is the root, as the core intends;
  *  - ".." that lands on a directory above the root (reachable only from a
  *    directory that was not inside this export to begin with) is refused.
+ *
+ * While the export is being created, MDCACHE asks for the parent of the
+ * new root entry before the export holds it as its root, and caches the
+ * answer in the entry.  Entries are shared by the exports of a filesystem:
+ * for a nested export, that entry is also an ordinary directory of the
+ * enclosing export, whose LOOKUPP must find the real parent.  So the root
+ * rule applies only once the export's root is established; the core's own
+ * check covers the root entry from then on, and ours every other entry.
  */
+static bool export_root_established(void)
+{
+	return op_ctx->ctx_export != NULL &&
+	       op_ctx->ctx_export->exp_root_obj != NULL;
+}
+
 static fsal_status_t dcache_lookup(struct fsal_obj_handle *parent,
 				   const char *name,
 				   struct fsal_obj_handle **handle,
@@ -158,7 +173,8 @@ static fsal_status_t dcache_lookup(struct fsal_obj_handle *parent,
 	fsal_status_t status;
 
 	*handle = NULL;
-	if (dotdot && dcache_is_export_root(exp, sub_parent)) {
+	if (dotdot && export_root_established() &&
+	    dcache_is_export_root(exp, sub_parent)) {
 		LogDebug(COMPONENT_FSAL,
 			 "DCACHE: export %u: \"..\" of the export root stays at the root",
 			 exp->export_id);
