@@ -18,14 +18,14 @@ packages=(
   # build
   cmake g++ gcc pkg-config bison flex dpkg-dev
   # Ganesha runtime and what its headers need
-  nfs-ganesha nfs-ganesha-vfs rpcbind libntirpc-dev liburcu-dev libacl1-dev
+  nfs-ganesha nfs-ganesha-vfs nfs-ganesha-nullfs rpcbind libntirpc-dev liburcu-dev libacl1-dev
   libkrb5-dev libdbus-1-dev libblkid-dev libcap-dev uuid-dev libnfsidmap-dev
   libwbclient-dev
   # the plugin's own dependencies
   liburing-dev xfslibs-dev systemtap-sdt-dev libboost-dev
   # tests, benchmark and demo
   libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2
-  util-linux procps gnuplot-nox
+  util-linux procps gnuplot-nox shellcheck
 )
 
 missing=()

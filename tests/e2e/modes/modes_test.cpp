@@ -1,0 +1,739 @@
+// End-to-end tests of the cache modes (issue 3, items 7-8): one real
+// ganesha.nfsd with one DCACHE export per mode (modes_exports.conf) and the
+// same modes on a tmpfs (tmpfs_exports.conf.in), driven by libnfs.
+//
+//   1. data integrity in every mode, NFSv3 and NFSv4, aligned and misaligned
+//      offsets and lengths, concurrent writers on disjoint ranges;
+//   2. page-cache residency after WRITE+COMMIT and after READ (cachestat);
+//   3. stability: what each mode answers to UNSTABLE / FILE_SYNC WRITEs and
+//      how many syncs it does (the plugin's counters over DBus);
+//   4. fallbacks on tmpfs (no RWF_DONTCACHE, no DIO alignment).
+//
+// Run by run_modes.sh (which mounts the tmpfs) under with_server.sh.
+// Measured numbers are printed as lines starting with "MEASURE".
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nfs_client.hpp"
+#include "support.hpp"
+
+namespace dcache::e2e::modes {
+namespace {
+
+constexpr std::uint64_t k_page = 4096;
+constexpr std::uint64_t k_mib = 1024 * 1024;
+
+// Mirrors modes_exports.conf and tmpfs_exports.conf.in.
+struct export_def {
+  int id;
+  const char* name;  // pseudo path without '/', also the backing directory
+  const char* read_mode;
+  const char* write_mode;
+  bool tmpfs;
+  bool cached_edges;  // Direct_Misaligned_Dontcache = false
+};
+
+const std::vector<export_def> k_exports = {
+    {31, "m_buffered", "buffered", "buffered", false, false},
+    {32, "m_dontcache", "dontcache", "dontcache", false, false},
+    {33, "m_fadvise", "fadvise", "fadvise", false, false},
+    {34, "m_direct", "direct", "direct", false, false},
+    {35, "m_direct_data_sync", "direct", "direct_data_sync", false, false},
+    {36, "m_direct_file_sync", "direct", "direct_file_sync", false, false},
+    {37, "m_direct_cached_edges", "direct", "direct", false, true},
+    {38, "m_direct_mem_buffered", "direct", "direct", false, false},
+    {41, "t_buffered", "buffered", "buffered", true, false},
+    {42, "t_dontcache", "dontcache", "dontcache", true, false},
+    {43, "t_fadvise", "fadvise", "fadvise", true, false},
+    {44, "t_direct", "direct", "direct", true, false},
+    {45, "t_direct_data_sync", "direct", "direct_data_sync", true, false},
+    {46, "t_direct_file_sync", "direct", "direct_file_sync", true, false},
+};
+
+std::vector<export_def> select(bool tmpfs) {
+  std::vector<export_def> out;
+  for (const auto& e : k_exports)
+    if (e.tmpfs == tmpfs) out.push_back(e);
+  return out;
+}
+
+bool is(const char* a, const char* b) { return std::strcmp(a, b) == 0; }
+bool write_direct_family(const export_def& e) { return std::strncmp(e.write_mode, "direct", 6) == 0; }
+
+std::string server() { return env_or_empty("DCACHE_SERVER"); }
+
+// Where the export's files live on the server's side.
+std::string backing_dir(const export_def& e) {
+  const std::string root = env_or_empty(e.tmpfs ? "DCACHE_TMPFS" : "DCACHE_MNT");
+  return root + "/" + e.name;
+}
+
+std::vector<std::byte> pattern(std::uint64_t seed, std::uint64_t offset, std::uint64_t len) {
+  std::vector<std::byte> v(len);
+  fill_pattern(v, seed, offset);
+  return v;
+}
+
+std::string describe(const cachestat_result& c) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "cache=%llu dirty=%llu writeback=%llu evicted=%llu pages",
+                static_cast<unsigned long long>(c.nr_cache), static_cast<unsigned long long>(c.nr_dirty),
+                static_cast<unsigned long long>(c.nr_writeback), static_cast<unsigned long long>(c.nr_evicted));
+  return buf;
+}
+
+// Skips the calling test when the environment lacks what it needs.
+#define REQUIRE_ENV(e)                                                                            \
+  do {                                                                                            \
+    if (server().empty()) { GTEST_SKIP() << "DCACHE_SERVER not set: run under with_server.sh"; }  \
+    if ((e).tmpfs && env_or_empty("DCACHE_TMPFS").empty()) {                                      \
+      GTEST_SKIP() << "DCACHE_TMPFS not set: run through run_modes.sh for the tmpfs exports";     \
+    }                                                                                             \
+  } while (0)
+
+std::string param_name(const export_def& e) { return e.name; }
+
+// Reads counters; fails the test (not just the check) when DBus is not there.
+fsal_stats stats_now() {
+  fsal_stats s;
+  std::string why;
+  const int rc = s.load(why);
+  EXPECT_EQ(rc, 0) << why;
+  return s;
+}
+
+// Zeroes the counters and returns the matching (empty) reading; see
+// fsal_stats::reset for why tests do not subtract two full readings.
+fsal_stats reset_stats() {
+  std::string why;
+  const int rc = fsal_stats::reset(why);
+  EXPECT_EQ(rc, 0) << why;
+  return fsal_stats{};
+}
+
+std::uint64_t delta(const fsal_stats& before, const fsal_stats& after, int id, const char* counter) {
+  return after.get(id, counter) - before.get(id, counter);
+}
+
+// ============================================================= 1. integrity ==
+
+struct integrity_param {
+  export_def e;
+  nfs_version v;
+};
+
+class integrity : public ::testing::TestWithParam<integrity_param> {};
+
+TEST_P(integrity, misaligned_and_aligned_writes_read_back_identical) {
+  const auto& [e, v] = GetParam();
+  REQUIRE_ENV(e);
+  nfs_client c(server(), std::string("/") + e.name, v);
+  ASSERT_EQ(c.status(), 0) << c.last_error();
+  const std::string name = "/integrity_v" + to_string(v);
+  nfs_file f;
+  ASSERT_EQ(c.create(name, O_RDWR, 0644, f), 0) << c.last_error();
+
+  // (offset, length) pairs: aligned, misaligned, straddling pages and
+  // sectors, overlapping earlier records; 1 byte .. 4 MiB.
+  struct rec {
+    std::uint64_t off, len;
+  };
+  const std::vector<rec> recs = {
+      {0, 1},           {1, 511},           {511, 2},           {512, 512},       {1000, 4096},
+      {4095, 4097},     {8192, 65536},      {70000, 131072 + 333}, {300000, k_mib + 1}, {3 * k_mib - 7, 4 * k_mib},
+      {5 * k_mib, 4 * k_mib}, {2 * k_mib + 4096, 8192}, {7 * k_mib + 3, 4093},
+  };
+  std::vector<std::byte> model;
+  std::uint64_t seed = 1000 + static_cast<std::uint64_t>(e.id) * 10 + static_cast<std::uint64_t>(v);
+  for (const auto& r : recs) {
+    const auto data = pattern(++seed, r.off, r.len);
+    ASSERT_EQ(f.pwrite_all(r.off, data), 0) << "WRITE " << r.off << "+" << r.len << ": " << c.last_error();
+    if (model.size() < r.off + r.len) model.resize(r.off + r.len);
+    std::copy(data.begin(), data.end(), model.begin() + static_cast<long>(r.off));
+  }
+  ASSERT_EQ(f.fsync(), 0) << c.last_error();
+
+  // Whole file through NFS.
+  std::vector<std::byte> got(model.size() + 4096);
+  const long long n = f.pread_full(0, got);
+  ASSERT_EQ(n, static_cast<long long>(model.size())) << c.last_error();
+  got.resize(static_cast<std::size_t>(n));
+  ASSERT_EQ(first_difference(got, model), -1) << "NFS read differs at the offset shown";
+
+  // Misaligned READ windows (direct reads widen and bounce these).
+  const std::vector<rec> windows = {{1, 1},       {511, 3},         {4095, 2},
+                                    {4097, 65541}, {333333, k_mib + 7}, {model.size() - 5, 5}};
+  for (const auto& w : windows) {
+    std::vector<std::byte> part(w.len);
+    const long long k = f.pread_full(w.off, part);
+    ASSERT_EQ(k, static_cast<long long>(w.len)) << "READ " << w.off << "+" << w.len;
+    ASSERT_EQ(first_difference(part, std::span<const std::byte>(model).subspan(w.off, w.len)), -1)
+        << "READ " << w.off << "+" << w.len << " differs";
+  }
+  // A READ past EOF returns what exists.
+  std::vector<std::byte> past(8192);
+  ASSERT_EQ(f.pread_full(model.size() - 100, past), 100);
+
+  // The backing file, byte for byte.
+  std::vector<std::byte> local;
+  ASSERT_EQ(read_local_file(backing_dir(e) + name, local), 0);
+  ASSERT_EQ(first_difference(local, model), -1) << "backing file differs at the offset shown";
+}
+
+TEST_P(integrity, concurrent_writers_on_disjoint_ranges) {
+  const auto& [e, v] = GetParam();
+  REQUIRE_ENV(e);
+  // Four clients, each its own connection and thread; region boundaries
+  // are not sector- or page-aligned, so neighbours share boundary pages,
+  // and odd writers go backwards so the shared pages are completed in
+  // both orders.
+  constexpr int k_writers = 4;
+  const std::uint64_t region = v == nfs_version::v3 ? k_mib + 777 : 192 * 1024 + 777;
+  const std::uint64_t chunk = v == nfs_version::v3 ? 65536 + 123 : 16384 + 123;
+  const std::string name = "/concurrent_v" + to_string(v);
+  {
+    nfs_client c(server(), std::string("/") + e.name, v);
+    ASSERT_EQ(c.status(), 0) << c.last_error();
+    nfs_file f;
+    ASSERT_EQ(c.create(name, O_RDWR, 0644, f), 0) << c.last_error();
+  }
+  const std::uint64_t seed = 5000 + static_cast<std::uint64_t>(e.id);
+  std::vector<std::string> errors(k_writers);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k_writers; ++t) {
+    threads.emplace_back([&, t] {
+      nfs_client c(server(), std::string("/") + e.name, v);
+      if (c.status() != 0) {
+        errors[t] = "mount: " + c.last_error();
+        return;
+      }
+      nfs_file f;
+      if (c.open(name, O_RDWR, f) != 0) {
+        errors[t] = "open: " + c.last_error();
+        return;
+      }
+      const std::uint64_t start = static_cast<std::uint64_t>(t) * region;
+      std::vector<std::uint64_t> offs;
+      for (std::uint64_t o = start; o < start + region; o += chunk) offs.push_back(o);
+      if (t % 2 == 1) std::reverse(offs.begin(), offs.end());
+      for (const auto o : offs) {
+        const std::uint64_t len = std::min(chunk, start + region - o);
+        if (f.pwrite_all(o, pattern(seed, o, len)) != 0) {
+          errors[t] = "WRITE at " + std::to_string(o) + ": " + c.last_error();
+          return;
+        }
+      }
+      if (f.fsync() != 0) errors[t] = "COMMIT: " + c.last_error();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < k_writers; ++t) ASSERT_EQ(errors[t], "") << "writer " << t;
+
+  const auto model = pattern(seed, 0, region * k_writers);
+  nfs_client c(server(), std::string("/") + e.name, v);
+  ASSERT_EQ(c.status(), 0) << c.last_error();
+  std::vector<std::byte> got;
+  ASSERT_EQ(c.read_file(name, got), 0) << c.last_error();
+  ASSERT_EQ(first_difference(got, model), -1) << "NFS read differs at the offset shown";
+  std::vector<std::byte> local;
+  ASSERT_EQ(read_local_file(backing_dir(e) + name, local), 0);
+  ASSERT_EQ(first_difference(local, model), -1) << "backing file differs at the offset shown";
+}
+
+std::vector<integrity_param> integrity_params() {
+  std::vector<integrity_param> out;
+  for (const auto& e : k_exports)
+    for (const auto v : {nfs_version::v3, nfs_version::v4}) out.push_back({e, v});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, integrity, ::testing::ValuesIn(integrity_params()),
+                         [](const auto& p) {
+                           return std::string(p.param.e.name) + "_v" +
+                                  (p.param.v == nfs_version::v3 ? "3" : "4");
+                         });
+
+// ============================================================= 2. residency ==
+
+// Bytes the file has in the page cache after writeback finished.
+struct residency {
+  std::uint64_t cached_bytes = 0;
+  cachestat_result cs{};
+};
+
+residency measure(const std::string& path) {
+  residency r;
+  const int rc = wait_clean(path, 30'000, r.cs);
+  EXPECT_EQ(rc, 0) << path << ": writeback did not finish: " << describe(r.cs) << " (" << std::strerror(-rc) << ")";
+  r.cached_bytes = r.cs.nr_cache * k_page;
+  return r;
+}
+
+bool cachestat_available(std::string& why) {
+  cachestat_result cs{};
+  const int rc = cachestat_path("/proc/self/exe", 0, 0, cs);
+  if (rc == -ENOSYS) {
+    why = "cachestat(2) is not available (kernel < 6.5)";
+    return false;
+  }
+  return true;
+}
+
+#define REQUIRE_CACHESTAT()                                            \
+  do {                                                                 \
+    std::string why_;                                                  \
+    if (!cachestat_available(why_)) { GTEST_SKIP() << why_; }          \
+  } while (0)
+
+// "[first,last] ..." page runs of the file that are cached, for messages.
+std::string cached_runs(const std::string& path, std::uint64_t size) {
+  std::string out;
+  long long run_start = -1;
+  int runs = 0;
+  const std::uint64_t pages = (size + k_page - 1) / k_page;
+  for (std::uint64_t p = 0; p <= pages; ++p) {
+    cachestat_result cs{};
+    const bool cached = p < pages && cachestat_path(path, p * k_page, k_page, cs) == 0 && cs.nr_cache > 0;
+    if (cached && run_start < 0) run_start = static_cast<long long>(p);
+    if (!cached && run_start >= 0) {
+      if (++runs <= 12)
+        out += "[" + std::to_string(run_start) + "," + std::to_string(p - 1) + "] ";
+      run_start = -1;
+    }
+  }
+  if (runs > 12) out += "... (" + std::to_string(runs) + " runs)";
+  return out.empty() ? "none" : "pages " + out + "of " + std::to_string(pages);
+}
+
+class residency_test : public ::testing::TestWithParam<export_def> {
+ protected:
+  // buffered keeps everything; every other mode at most 2 % of the bytes.
+  void check(const export_def& e, const char* what, std::uint64_t cached, std::uint64_t moved) {
+    const double pct = 100.0 * static_cast<double>(cached) / static_cast<double>(moved);
+    std::printf("MEASURE residency %s export=%s read=%s write=%s cached=%llu moved=%llu pct=%.2f\n", what, e.name,
+                e.read_mode, e.write_mode, static_cast<unsigned long long>(cached),
+                static_cast<unsigned long long>(moved), pct);
+    const bool is_read = std::strncmp(what, "read", 4) == 0;
+    const char* mode = is_read ? e.read_mode : e.write_mode;
+    if (is(mode, "buffered"))
+      EXPECT_GE(pct, 90.0) << what << ": buffered should leave the data resident";
+    else
+      EXPECT_LE(pct, 2.0) << what << ": mode " << mode << " left too much in the page cache";
+  }
+};
+
+constexpr std::uint64_t k_residency_bytes = 64 * k_mib;
+
+TEST_P(residency_test, write_then_commit_aligned_1mib) {
+  const export_def e = GetParam();
+  REQUIRE_ENV(e);
+  REQUIRE_CACHESTAT();
+  nfs_client c(server(), std::string("/") + e.name, nfs_version::v3);
+  ASSERT_EQ(c.status(), 0) << c.last_error();
+  nfs_file f;
+  ASSERT_EQ(c.create("/resident_write", O_RDWR, 0644, f), 0) << c.last_error();
+  const auto before = reset_stats();
+  for (std::uint64_t o = 0; o < k_residency_bytes; o += k_mib)
+    ASSERT_EQ(f.pwrite_all(o, pattern(7, o, k_mib)), 0) << c.last_error();
+  ASSERT_EQ(f.fsync(), 0) << c.last_error();
+  const auto after = stats_now();
+  const auto r = measure(backing_dir(e) + "/resident_write");
+  check(e, "write_aligned", r.cached_bytes, k_residency_bytes);
+  std::printf("MEASURE counters export=%s writes=%llu write_direct=%llu write_split=%llu bounce=%llu "
+              "mem_misaligned=%llu dontcache_bytes=%llu direct_bytes=%llu buffered_bytes=%llu "
+              "reply_stable=%llu commits=%llu\n",
+              e.name, static_cast<unsigned long long>(delta(before, after, e.id, "writes")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "write_direct")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "write_split")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "write_bounce_copies")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "write_not_direct_mem_misaligned")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "dontcache_bytes")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "direct_bytes")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "buffered_bytes")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "writes_reply_stable")),
+              static_cast<unsigned long long>(delta(before, after, e.id, "commits")));
+  EXPECT_EQ(delta(before, after, e.id, "write_bytes"), k_residency_bytes);
+  if (write_direct_family(e) && e.id != 38) {
+    // Aligned 1 MiB WRITEs: every byte should have gone direct (through
+    // the bounce buffer: payloads decoded off TCP are not M-aligned).
+    EXPECT_EQ(delta(before, after, e.id, "direct_bytes"), k_residency_bytes);
+  }
+  if (e.id == 38) {
+    // Direct_Misaligned_Memory = buffered: no direct WRITE unless the
+    // payload happened to be aligned; the rest went DONTCACHE.
+    EXPECT_EQ(delta(before, after, e.id, "write_bounce_copies"), 0u);
+  }
+}
+
+// The edge ranges of WRITEs of len bytes at offsets k*stride + first.
+struct edge_layout {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> records;  // offset, length
+  std::vector<bool> edge_page;                                    // per page of the file
+};
+
+edge_layout misaligned_layout(std::uint64_t total, std::uint64_t align) {
+  edge_layout l;
+  const std::uint64_t len = k_mib + 100;
+  for (std::uint64_t o = 100; o + len <= total; o += len) l.records.push_back({o, len});
+  l.edge_page.assign(total / k_page + 2, false);
+  for (const auto& [o, n] : l.records) {
+    const std::uint64_t mid_start = (o + align - 1) / align * align;
+    const std::uint64_t mid_end = (o + n) / align * align;
+    for (std::uint64_t b = o; b < mid_start; b += 1) l.edge_page[b / k_page] = true;
+    for (std::uint64_t b = mid_end; b < o + n; b += 1) l.edge_page[b / k_page] = true;
+  }
+  return l;
+}
+
+// Misaligned records matter for the direct write modes only.
+class residency_direct : public residency_test {};
+
+TEST_P(residency_direct, write_then_commit_misaligned_records) {
+  const export_def e = GetParam();
+  REQUIRE_ENV(e);
+  REQUIRE_CACHESTAT();
+  nfs_client c(server(), std::string("/") + e.name, nfs_version::v3);
+  ASSERT_EQ(c.status(), 0) << c.last_error();
+  nfs_file f;
+  ASSERT_EQ(c.create("/resident_misaligned", O_RDWR, 0644, f), 0) << c.last_error();
+  // 512: the offset alignment statx reports on the loop XFS (checked below
+  // through the split counter: a different alignment changes the edges).
+  const edge_layout l = misaligned_layout(k_residency_bytes, 512);
+  const auto before = reset_stats();
+  std::uint64_t moved = 0;
+  for (const auto& [o, n] : l.records) {
+    ASSERT_EQ(f.pwrite_all(o, pattern(8, o, n)), 0) << c.last_error();
+    moved += n;
+  }
+  ASSERT_EQ(f.fsync(), 0) << c.last_error();
+  const auto after = stats_now();
+  const std::string path = backing_dir(e) + "/resident_misaligned";
+  const auto r = measure(path);
+  if (e.id != 38) {
+    EXPECT_EQ(delta(before, after, e.id, "write_split"), l.records.size());
+  }
+
+  // Which pages are resident, page by page.
+  std::uint64_t edge_cached = 0, neighbour_cached = 0, other_cached = 0, edges = 0;
+  std::string others;
+  for (std::size_t p = 0; p < l.edge_page.size(); ++p) {
+    cachestat_result cs{};
+    ASSERT_EQ(cachestat_path(path, p * k_page, k_page, cs), 0);
+    if (l.edge_page[p]) {
+      ++edges;
+      edge_cached += cs.nr_cache;
+    } else if (cs.nr_cache != 0) {
+      // XFS caches in large folios: the folio holding an edge page may
+      // bring its neighbour along, so a page next to an edge page counts
+      // apart from one far from any edge.
+      const bool next_to_edge = (p > 0 && l.edge_page[p - 1]) || (p + 1 < l.edge_page.size() && l.edge_page[p + 1]);
+      (next_to_edge ? neighbour_cached : other_cached) += cs.nr_cache;
+      others += std::to_string(p) + " ";
+    }
+  }
+  std::printf("MEASURE residency write_misaligned export=%s records=%zu edge_pages=%llu edge_cached=%llu "
+              "neighbour_cached=%llu other_cached=%llu total_cached_bytes=%llu moved=%llu\n",
+              e.name, l.records.size(), static_cast<unsigned long long>(edges),
+              static_cast<unsigned long long>(edge_cached), static_cast<unsigned long long>(neighbour_cached),
+              static_cast<unsigned long long>(other_cached),
+              static_cast<unsigned long long>(r.cached_bytes), static_cast<unsigned long long>(moved));
+  if (e.cached_edges) {
+    // Direct_Misaligned_Dontcache = false: the edges are plain cached
+    // writes, so some of them stay; nothing away from the edges does.
+    // (Most do not stay: the next WRITE's direct middle starts in the same
+    // page and O_DIRECT invalidates the page cache over its range.)
+    EXPECT_GT(edge_cached, 0u) << "cached edges expected to leave edge pages resident";
+    EXPECT_EQ(other_cached, 0u) << "pages far from any edge are resident: " << others
+                                << "; cached: " << cached_runs(path, l.records.back().first + l.records.back().second);
+  } else {
+    check(e, "write_misaligned", r.cached_bytes, moved);
+  }
+}
+
+TEST_P(residency_test, read_uncached_file) {
+  const export_def e = GetParam();
+  REQUIRE_ENV(e);
+  REQUIRE_CACHESTAT();
+  // Written locally, then dropped from the cache, so every READ must go to
+  // the device and the mode decides what stays.
+  const std::string path = backing_dir(e) + "/resident_read";
+  {
+    const auto data = pattern(9, 0, k_residency_bytes);
+    std::FILE* out = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(out, nullptr) << path << ": " << std::strerror(errno);
+    ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), out), data.size());
+    ASSERT_EQ(std::fclose(out), 0);
+  }
+  ASSERT_EQ(drop_local_cache(path), 0);
+  cachestat_result pre{};
+  ASSERT_EQ(cachestat_path(path, 0, 0, pre), 0);
+  ASSERT_LE(pre.nr_cache * k_page, k_residency_bytes / 100) << "could not drop the file's cache first";
+
+  nfs_client c(server(), std::string("/") + e.name, nfs_version::v3);
+  ASSERT_EQ(c.status(), 0) << c.last_error();
+  nfs_file f;
+  ASSERT_EQ(c.open("/resident_read", O_RDONLY, f), 0) << c.last_error();
+  // Aligned 1 MiB records, then (after dropping again) misaligned records
+  // for the direct read mode, which widens and bounces those.
+  std::vector<std::byte> buf(k_mib);
+  for (std::uint64_t o = 0; o < k_residency_bytes; o += k_mib) {
+    ASSERT_EQ(f.pread_full(o, buf), static_cast<long long>(k_mib));
+    ASSERT_EQ(first_difference(buf, pattern(9, o, k_mib)), -1) << "READ at " << o;
+  }
+  auto r = measure(path);
+  check(e, "read_aligned", r.cached_bytes, k_residency_bytes);
+  if (!is(e.read_mode, "buffered") && r.cached_bytes > k_residency_bytes / 50)
+    std::printf("  cached after read: %s\n", cached_runs(path, k_residency_bytes).c_str());
+
+  if (!is(e.read_mode, "direct")) return;
+  ASSERT_EQ(drop_local_cache(path), 0);
+  const auto before = reset_stats();
+  std::uint64_t moved = 0;
+  std::vector<std::byte> rec(k_mib + 100);
+  for (std::uint64_t o = 100; o + rec.size() <= k_residency_bytes; o += rec.size()) {
+    ASSERT_EQ(f.pread_full(o, rec), static_cast<long long>(rec.size()));
+    ASSERT_EQ(first_difference(rec, pattern(9, o, rec.size())), -1) << "READ at " << o;
+    moved += rec.size();
+  }
+  const auto after = stats_now();
+  EXPECT_GT(delta(before, after, e.id, "read_direct"), 0u);
+  EXPECT_GT(delta(before, after, e.id, "read_bounce_copies"), 0u);
+  r = measure(path);
+  check(e, "read_misaligned", r.cached_bytes, moved);
+}
+
+std::vector<export_def> direct_exports(bool tmpfs) {
+  std::vector<export_def> out;
+  for (const auto& e : select(tmpfs))
+    if (write_direct_family(e)) out.push_back(e);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, residency_test, ::testing::ValuesIn(select(false)),
+                         [](const auto& p) { return param_name(p.param); });
+INSTANTIATE_TEST_SUITE_P(modes, residency_direct, ::testing::ValuesIn(direct_exports(false)),
+                         [](const auto& p) { return param_name(p.param); });
+
+// ============================================================= 3. stability ==
+
+class stability : public ::testing::TestWithParam<export_def> {};
+
+const char* name_of(stable_how h) {
+  switch (h) {
+    case stable_how::unstable: return "UNSTABLE";
+    case stable_how::data_sync: return "DATA_SYNC";
+    case stable_how::file_sync: return "FILE_SYNC";
+  }
+  return "?";
+}
+
+TEST_P(stability, reply_and_sync_count_per_mode) {
+  const export_def e = GetParam();
+  REQUIRE_ENV(e);
+  nfs_client c(server(), std::string("/") + e.name, nfs_version::v3);
+  ASSERT_EQ(c.status(), 0) << c.last_error();
+  raw_v3_file f;
+  ASSERT_EQ(f.create(c, "/stability"), 0) << c.last_error();
+  constexpr int k_writes = 6;
+  const std::uint64_t len = 65536 + 1000;  // misaligned: direct modes split
+  std::string why;
+
+  auto run = [&](stable_how how, std::uint64_t base, stable_how& answered) {
+    answered = stable_how::file_sync;
+    for (int i = 0; i < k_writes; ++i) {
+      const std::uint64_t o = base + static_cast<std::uint64_t>(i) * len;
+      stable_how got{};
+      const long long n = f.write(o, pattern(11, o, len), how, got, why);
+      ASSERT_EQ(n, static_cast<long long>(len)) << why;
+      if (i == 0) answered = got;
+      ASSERT_EQ(got, answered) << "the answer changed between WRITEs";
+    }
+  };
+
+  // UNSTABLE requests.
+  auto s0 = reset_stats();
+  stable_how answered{};
+  run(stable_how::unstable, 0, answered);
+  auto s1 = stats_now();
+  const auto fsyncs = delta(s0, s1, e.id, "syncs_fsync");
+  const auto fdatasyncs = delta(s0, s1, e.id, "syncs_fdatasync");
+  const auto raised = delta(s0, s1, e.id, "writes_raised_stable");
+  std::printf("MEASURE stability export=%s write=%s request=UNSTABLE answered=%s writes=%llu fsync=%llu "
+              "fdatasync=%llu raised=%llu\n",
+              e.name, e.write_mode, name_of(answered),
+              static_cast<unsigned long long>(delta(s0, s1, e.id, "writes")),
+              static_cast<unsigned long long>(fsyncs), static_cast<unsigned long long>(fdatasyncs),
+              static_cast<unsigned long long>(raised));
+  EXPECT_EQ(delta(s0, s1, e.id, "writes"), static_cast<std::uint64_t>(k_writes));
+  if (is(e.write_mode, "direct_data_sync")) {
+    EXPECT_EQ(answered, stable_how::file_sync);
+    EXPECT_EQ(fdatasyncs, static_cast<std::uint64_t>(k_writes)) << "one fdatasync per WRITE";
+    EXPECT_EQ(fsyncs, 0u);
+    EXPECT_EQ(raised, static_cast<std::uint64_t>(k_writes));
+  } else if (is(e.write_mode, "direct_file_sync")) {
+    EXPECT_EQ(answered, stable_how::file_sync);
+    EXPECT_EQ(fsyncs, static_cast<std::uint64_t>(k_writes)) << "one fsync per WRITE";
+    EXPECT_EQ(fdatasyncs, 0u);
+    EXPECT_EQ(raised, static_cast<std::uint64_t>(k_writes));
+  } else {
+    EXPECT_EQ(answered, stable_how::unstable);
+    EXPECT_EQ(fsyncs + fdatasyncs, 0u) << "an UNSTABLE WRITE in mode " << e.write_mode << " must not sync";
+    EXPECT_EQ(raised, 0u);
+  }
+
+  // FILE_SYNC and DATA_SYNC requests: answered FILE_SYNC in every mode,
+  // one fsync each (a client's own stable request is always fsync'd).
+  for (const auto how : {stable_how::file_sync, stable_how::data_sync}) {
+    s0 = reset_stats();
+    run(how, 16 * k_mib * (how == stable_how::file_sync ? 1 : 2), answered);
+    s1 = stats_now();
+    std::printf("MEASURE stability export=%s write=%s request=%s answered=%s fsync=%llu fdatasync=%llu\n", e.name,
+                e.write_mode, name_of(how), name_of(answered),
+                static_cast<unsigned long long>(delta(s0, s1, e.id, "syncs_fsync")),
+                static_cast<unsigned long long>(delta(s0, s1, e.id, "syncs_fdatasync")));
+    EXPECT_EQ(answered, stable_how::file_sync) << "request " << name_of(how);
+    EXPECT_EQ(delta(s0, s1, e.id, "syncs_fsync"), static_cast<std::uint64_t>(k_writes));
+    EXPECT_EQ(delta(s0, s1, e.id, "syncs_fdatasync"), 0u);
+    EXPECT_EQ(delta(s0, s1, e.id, "writes_reply_stable"), static_cast<std::uint64_t>(k_writes));
+    EXPECT_EQ(delta(s0, s1, e.id, "writes_raised_stable"), 0u);
+  }
+
+  // COMMIT is counted.
+  s0 = reset_stats();
+  ASSERT_EQ(f.commit(0, 0, why), 0) << why;
+  s1 = stats_now();
+  EXPECT_EQ(delta(s0, s1, e.id, "commits"), 1u);
+
+  // What libnfs's own nfs_pwrite asks for (informational: it decides which
+  // tests must use the raw WRITE3 above).
+  nfs_file lf;
+  ASSERT_EQ(c.open("/stability", O_RDWR, lf), 0) << c.last_error();
+  s0 = reset_stats();
+  ASSERT_EQ(lf.pwrite_all(0, pattern(12, 0, 4096)), 0) << c.last_error();
+  s1 = stats_now();
+  std::printf("MEASURE libnfs_pwrite export=%s reply_stable=%llu raised=%llu\n", e.name,
+              static_cast<unsigned long long>(delta(s0, s1, e.id, "writes_reply_stable")),
+              static_cast<unsigned long long>(delta(s0, s1, e.id, "writes_raised_stable")));
+}
+
+std::vector<export_def> stability_exports() {
+  std::vector<export_def> out;
+  for (const auto& e : select(false))
+    if (e.id <= 36) out.push_back(e);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, stability, ::testing::ValuesIn(stability_exports()),
+                         [](const auto& p) { return param_name(p.param); });
+
+// ============================================================= 4. fallbacks ==
+
+class fallback : public ::testing::TestWithParam<export_def> {};
+
+// Lines of the server log mentioning export id and containing needle.
+int count_log_lines(int id, const std::string& needle) {
+  std::ifstream in(env_or_empty("DCACHE_LOG"));
+  const std::string tag = "export " + std::to_string(id) + " (";
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line))
+    if (line.find(tag) != std::string::npos && line.find(needle) != std::string::npos) ++n;
+  return n;
+}
+
+TEST_P(fallback, tmpfs_serves_correct_data_and_counts_the_fallback) {
+  const export_def e = GetParam();
+  REQUIRE_ENV(e);
+  nfs_client c(server(), std::string("/") + e.name, nfs_version::v3);
+  ASSERT_EQ(c.status(), 0) << c.last_error();
+  const auto s0 = reset_stats();
+  // Two files, misaligned and aligned WRITEs and READs.
+  for (const char* name : {"/fallback_a", "/fallback_b"}) {
+    nfs_file f;
+    ASSERT_EQ(c.create(name, O_RDWR, 0644, f), 0) << c.last_error();
+    const auto data = pattern(13, 100, 2 * k_mib + 100);
+    ASSERT_EQ(f.pwrite_all(100, data), 0) << c.last_error();
+    ASSERT_EQ(f.pwrite_all(4 * k_mib, pattern(13, 4 * k_mib, k_mib)), 0) << c.last_error();
+    ASSERT_EQ(f.fsync(), 0) << c.last_error();
+    std::vector<std::byte> got(data.size());
+    ASSERT_EQ(f.pread_full(100, got), static_cast<long long>(got.size()));
+    ASSERT_EQ(first_difference(got, data), -1);
+    std::vector<std::byte> aligned(k_mib);
+    ASSERT_EQ(f.pread_full(4 * k_mib, aligned), static_cast<long long>(k_mib));
+    ASSERT_EQ(first_difference(aligned, pattern(13, 4 * k_mib, k_mib)), -1);
+    std::vector<std::byte> local;
+    ASSERT_EQ(read_local_file(backing_dir(e) + name, local), 0);
+    ASSERT_EQ(local.size(), 5 * k_mib);
+    ASSERT_EQ(first_difference(std::span<const std::byte>(local).subspan(100, data.size()), data), -1);
+  }
+  const auto s1 = stats_now();
+  const auto no_dontcache = delta(s0, s1, e.id, "fallback_no_dontcache");
+  const auto w_noalign = delta(s0, s1, e.id, "write_not_direct_no_alignment");
+  const auto r_noalign = delta(s0, s1, e.id, "read_not_direct_no_alignment");
+  const int dontcache_lines = count_log_lines(e.id, "RWF_DONTCACHE not supported");
+  const int noalign_lines = count_log_lines(e.id, "no direct-I/O alignment");
+  std::printf("MEASURE fallback export=%s fallback_no_dontcache=%llu write_no_alignment=%llu "
+              "read_no_alignment=%llu write_direct=%llu read_direct=%llu log_no_dontcache=%d log_no_alignment=%d\n",
+              e.name, static_cast<unsigned long long>(no_dontcache), static_cast<unsigned long long>(w_noalign),
+              static_cast<unsigned long long>(r_noalign),
+              static_cast<unsigned long long>(delta(s0, s1, e.id, "write_direct") +
+                                              delta(s0, s1, e.id, "write_split")),
+              static_cast<unsigned long long>(delta(s0, s1, e.id, "read_direct")), dontcache_lines, noalign_lines);
+
+  const bool uses_dontcache = is(e.write_mode, "dontcache") || write_direct_family(e);
+  if (uses_dontcache) {
+    EXPECT_GT(no_dontcache, 0u) << "tmpfs has no RWF_DONTCACHE: the fallback must be counted";
+    EXPECT_EQ(dontcache_lines, 1) << "the RWF_DONTCACHE fallback must be logged exactly once per export";
+  } else {
+    EXPECT_EQ(no_dontcache, 0u) << "mode " << e.write_mode << " never asks for RWF_DONTCACHE";
+    EXPECT_EQ(dontcache_lines, 0);
+  }
+  if (write_direct_family(e)) {
+    EXPECT_GT(w_noalign, 0u) << "tmpfs reports no DIO alignment: direct WRITEs must be counted as not direct";
+    EXPECT_GT(r_noalign, 0u) << "tmpfs reports no DIO alignment: direct READs must be counted as not direct";
+    EXPECT_EQ(delta(s0, s1, e.id, "write_direct") + delta(s0, s1, e.id, "write_split"), 0u);
+    EXPECT_EQ(delta(s0, s1, e.id, "read_direct"), 0u);
+    EXPECT_EQ(delta(s0, s1, e.id, "direct_bytes"), 0u);
+    EXPECT_GE(noalign_lines, 1) << "the reason (no direct-I/O alignment) must be in the log";
+  } else {
+    EXPECT_EQ(w_noalign + r_noalign, 0u);
+    EXPECT_EQ(noalign_lines, 0);
+  }
+}
+
+// docs/configuration.md: "Each fallback is counted per export and logged
+// once, with the reason". Two files per export, so a per-file line shows.
+class fallback_log : public ::testing::TestWithParam<export_def> {};
+
+TEST_P(fallback_log, no_alignment_reason_logged_once_per_export) {
+  const export_def e = GetParam();
+  REQUIRE_ENV(e);
+  nfs_client c(server(), std::string("/") + e.name, nfs_version::v3);
+  ASSERT_EQ(c.status(), 0) << c.last_error();
+  for (const char* name : {"/log_once_a", "/log_once_b"}) {
+    nfs_file f;
+    ASSERT_EQ(c.create(name, O_RDWR, 0644, f), 0) << c.last_error();
+    ASSERT_EQ(f.pwrite_all(0, pattern(14, 0, 65536)), 0) << c.last_error();
+  }
+  EXPECT_EQ(count_log_lines(e.id, "no direct-I/O alignment"), 1)
+      << "the no-alignment fallback is logged per file (at DEBUG), not once per export";
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, fallback, ::testing::ValuesIn(select(true)),
+                         [](const auto& p) { return param_name(p.param); });
+INSTANTIATE_TEST_SUITE_P(modes, fallback_log, ::testing::ValuesIn(direct_exports(true)),
+                         [](const auto& p) { return param_name(p.param); });
+
+}  // namespace
+}  // namespace dcache::e2e::modes

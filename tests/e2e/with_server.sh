@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# Runs one command against a real, private ganesha.nfsd.
+#
+#   with_server.sh [--exports FILE]... [--no-default-exports] -- COMMAND [ARGS...]
+#
+# What it sets up, all of it owned by this one invocation so that several
+# can run side by side:
+#   - a state dir (mktemp -d) holding a sparse image, formatted XFS, attached
+#     with `losetup --direct-io=on` (so the backing file's own page cache
+#     does not hide what the server's page cache does) and mounted at
+#     $state/mnt, with the export roots $state/mnt/vfs and $state/mnt/dcache;
+#   - a network namespace of its own (own loopback and ports, so it never
+#     meets an NFS server already on the machine) and a mount namespace
+#     with a private tmpfs on /run (otherwise rpcbind's unix socket is the
+#     host's and Ganesha's shutdown would unregister the host's services);
+#   - rpcbind, a private dbus-daemon and ganesha.nfsd in those namespaces,
+#     every one a direct child of this script, stopped by its pid.
+# COMMAND runs in the same namespaces with
+#   DCACHE_SERVER=127.0.0.1 DCACHE_MNT DCACHE_STATE DCACHE_LOG DCACHE_PID
+#   DBUS_SYSTEM_BUS_ADDRESS
+# and this script exits with COMMAND's status.
+#
+# Environment:
+#   DCACHE_PLUGIN          path to libfsaldcache.so (required unless FSAL=NULL)
+#   DCACHE_E2E_FSAL=NULL   stack Ganesha's NULL FSAL instead of DCACHE
+#   DCACHE_E2E_IMAGE_SIZE  size of the XFS image (default 2G)
+#   DCACHE_E2E_KEEP=1      keep the state dir (and its log) afterwards
+#   DCACHE_E2E_ARTIFACTS   directory to copy ganesha.log into on failure
+#   DCACHE_E2E_TIMEOUT     seconds to wait for the server to serve (default 30)
+#   DCACHE_E2E_LOG_LEVEL   FSAL component log level (default DEBUG)
+# shellcheck disable=SC2317  # stop_pid and cleanup run from the trap
+set -euo pipefail
+
+prog=${0##*/}
+die() { echo "$prog: $*" >&2; exit 2; }
+usage() {
+  echo "usage: $prog [--exports FILE]... [--no-default-exports] -- COMMAND [ARGS...]" >&2
+  exit 2
+}
+
+export_files=()
+default_exports=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --exports)
+      [ $# -ge 2 ] || usage
+      [ -r "$2" ] || die "--exports $2: no such readable file"
+      export_files+=("$(realpath "$2")")
+      shift 2 ;;
+    --exports=*)
+      f=${1#--exports=}
+      [ -r "$f" ] || die "--exports $f: no such readable file"
+      export_files+=("$(realpath "$f")")
+      shift ;;
+    --no-default-exports) default_exports=0; shift ;;
+    --) shift; break ;;
+    -h|--help) usage ;;
+    *) echo "$prog: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+[ $# -gt 0 ] || usage
+[ "$(id -u)" = 0 ] || die "must run as root (loop devices, mounts, namespaces)"
+
+fsal=${DCACHE_E2E_FSAL:-DCACHE}
+fsal_dir=/usr/lib/x86_64-linux-gnu/ganesha
+case $fsal in
+  DCACHE)
+    [ -n "${DCACHE_PLUGIN:-}" ] || die "DCACHE_PLUGIN must name the built libfsaldcache.so (or set DCACHE_E2E_FSAL=NULL)"
+    [ -f "$DCACHE_PLUGIN" ] || die "DCACHE_PLUGIN=$DCACHE_PLUGIN: no such file"
+    plugin=$(realpath "$DCACHE_PLUGIN")
+    plugin_name=libfsaldcache.so ;;
+  NULL)
+    plugin=$fsal_dir/libfsalnull.so
+    plugin_name=libfsalnull.so
+    [ -f "$plugin" ] || die "$plugin missing: install nfs-ganesha-nullfs" ;;
+  *) die "DCACHE_E2E_FSAL=$fsal: must be DCACHE or NULL" ;;
+esac
+[ -f "$fsal_dir/libfsalvfs.so" ] || die "$fsal_dir/libfsalvfs.so missing: install nfs-ganesha-vfs"
+for tool in ganesha.nfsd rpcbind rpcinfo dbus-daemon mkfs.xfs losetup nsenter unshare setpriv ip; do
+  command -v "$tool" >/dev/null || die "'$tool' not found (run ci/setup.sh)"
+done
+image_size=${DCACHE_E2E_IMAGE_SIZE:-2G}
+ready_timeout=${DCACHE_E2E_TIMEOUT:-30}
+fsal_log_level=${DCACHE_E2E_LOG_LEVEL:-DEBUG}
+
+# ---------------------------------------------------------------- teardown --
+# Everything below is recorded as soon as it exists, so the trap undoes
+# exactly what was made, whichever step failed.
+state=""
+netns=""
+loopdev=""
+mounted=0
+holder_pid=""
+rpcbind_pid=""
+dbus_pid=""
+ganesha_pid=""
+cmd_pid=""
+status=0
+
+# Sends SIGTERM, waits up to $2 seconds, then SIGKILL. Only ever our own
+# children, by pid.
+stop_pid() {
+  local pid=$1 grace=$2 what=$3 i
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < grace * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    # a zombie child still answers kill -0; reap it when it is one
+    if [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ]; then break; fi
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" != Z ]; then
+    echo "$prog: $what (pid $pid) ignored SIGTERM for ${grace}s; sending SIGKILL" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local rc=$? i
+  trap - EXIT INT TERM
+  # Teardown must finish even when stderr is a closed pipe (`| head`): a
+  # failed echo must neither kill us (SIGPIPE) nor stop us (set -e).
+  trap '' PIPE
+  set +e
+  [ "$status" != 0 ] || status=$rc
+  stop_pid "$cmd_pid" 5 "command"
+  # what the log said when things went wrong, before shutdown chatter
+  local log_lines=0
+  [ -z "$state" ] || [ ! -f "$state/ganesha.log" ] || log_lines=$(wc -l <"$state/ganesha.log")
+  stop_pid "$ganesha_pid" 20 "ganesha.nfsd"
+  stop_pid "$dbus_pid" 5 "dbus-daemon"
+  stop_pid "$rpcbind_pid" 5 "rpcbind"
+  stop_pid "$holder_pid" 5 "namespace holder"
+
+  if [ "$status" != 0 ] && [ -n "$state" ] && [ -f "$state/ganesha.log" ]; then
+    local saved
+    if [ -n "${DCACHE_E2E_ARTIFACTS:-}" ]; then
+      mkdir -p "$DCACHE_E2E_ARTIFACTS"
+      saved="$DCACHE_E2E_ARTIFACTS/ganesha-${netns:-e2e}.log"
+    elif [ "${DCACHE_E2E_KEEP:-0}" = 1 ]; then
+      saved="$state/ganesha.log"
+    else
+      saved="${TMPDIR:-/tmp}/${netns:-dcache-e2e}.ganesha.log"
+    fi
+    [ "$saved" = "$state/ganesha.log" ] || cp "$state/ganesha.log" "$saved"
+    echo "$prog: failed (status $status); ganesha.log is at $saved; its last lines:" >&2
+    head -n "$log_lines" "$saved" | tail -n 25 | sed 's/^/  | /' >&2
+  fi
+
+  if [ "$mounted" = 1 ]; then
+    for ((i = 0; i < 50; i++)); do
+      umount "$state/mnt" 2>/dev/null && { mounted=0; break; }
+      sleep 0.1
+    done
+    if [ "$mounted" = 1 ]; then
+      echo "$prog: $state/mnt still busy; detaching it lazily" >&2
+      umount -l "$state/mnt" || true
+    fi
+  fi
+  # -d on a device still held (lazy unmount) sets autoclear: it detaches
+  # when the last user goes away.
+  [ -z "$loopdev" ] || losetup -d "$loopdev" 2>/dev/null ||
+    echo "$prog: could not detach $loopdev" >&2
+  [ -z "$netns" ] || ip netns del "$netns" 2>/dev/null || true
+  if [ -n "$state" ]; then
+    if [ "${DCACHE_E2E_KEEP:-0}" = 1 ]; then
+      echo "$prog: kept state dir $state" >&2
+    else
+      rm -rf --one-file-system "$state"
+    fi
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'status=130; exit 130' INT
+trap 'status=143; exit 143' TERM
+trap 'status=141; exit 141' PIPE
+
+# ------------------------------------------------------------- filesystem --
+state=$(mktemp -d "${TMPDIR:-/tmp}/dcache-e2e.XXXXXX")
+chmod 755 "$state"
+mnt=$state/mnt
+netns="dcache-e2e-$$-${state##*.}"
+mkdir -p "$mnt" "$state/plugins" "$state/recov" "$state/dbus"
+truncate -s "$image_size" "$state/xfs.img"
+mkfs.xfs -q "$state/xfs.img"
+loopdev=$(losetup --direct-io=on -f --show "$state/xfs.img")
+mount "$loopdev" "$mnt"
+mounted=1
+mkdir -p "$mnt/vfs" "$mnt/dcache"
+
+ln -s "$fsal_dir/libfsalvfs.so" "$state/plugins/libfsalvfs.so"
+ln -s "$plugin" "$state/plugins/$plugin_name"
+
+# ----------------------------------------------------------------- config --
+{
+  cat <<EOF
+# generated by $prog for $state
+# No Bind_addr: Ganesha resolves it with AI_ADDRCONFIG, which finds no
+# address in a namespace that has only loopback ("No IP address found for
+# 127.0.0.1"). The namespace has nothing but lo, so "any" is loopback only.
+NFS_CORE_PARAM {
+  Plugins_Dir = "$state/plugins";
+  Protocols = 3, 4;
+  Enable_FSAL_Stats = true;
+  # v3 MOUNT takes the pseudo path (/vfs), as v4 does, so one URL fits both
+  Mount_Path_Pseudo = true;
+  Enable_NLM = false;
+  Enable_RQUOTA = false;
+}
+NFSV4 {
+  Graceless = true;
+  RecoveryRoot = "$state/recov";
+  minor_versions = 0, 1;
+  # owners as "0", not "root@domain": libnfs maps only numeric owners and
+  # there is no idmapd in the namespace
+  Only_Numeric_Owners = true;
+}
+NFS_KRB5 { Active_krb5 = false; }
+LOG {
+  Default_Log_Level = EVENT;
+  Components { FSAL = $fsal_log_level; EXPORT = INFO; CONFIG = INFO; }
+  Facility { name = FILE; destination = "$state/ganesha.log"; enable = active; }
+}
+EOF
+  if [ "$default_exports" = 1 ]; then
+    cat <<EOF
+EXPORT {
+  Export_Id = 1; Path = "$mnt/vfs"; Pseudo = /vfs;
+  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4;
+  Transports = TCP; SecType = sys;
+  FSAL { Name = VFS; }
+}
+EXPORT {
+  Export_Id = 2; Path = "$mnt/dcache"; Pseudo = /dcache;
+  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4;
+  Transports = TCP; SecType = sys;
+  FSAL { Name = $fsal; FSAL { Name = VFS; } }
+}
+EOF
+  fi
+  for f in "${export_files[@]}"; do
+    echo "# from $f"
+    sed -e "s|@MNT@|$mnt|g" -e "s|@STATE@|$state|g" "$f"
+  done
+} >"$state/ganesha.conf"
+
+# Every Path the exports name under the mount must exist before Ganesha
+# starts, or the export fails for a reason the test did not intend.
+while IFS= read -r p; do
+  case $p in "$mnt"/*) mkdir -p "$p" ;; esac
+done < <(grep -oiE '(^|[^[:alnum:]_])path[[:space:]]*=[[:space:]]*"?[^";[:space:]]+' "$state/ganesha.conf" |
+         sed -E 's/.*=[[:space:]]*"?//')
+
+cat >"$state/dbus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$state/dbus/system_bus_socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="root"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+  <include ignore_missing="yes">/etc/dbus-1/system.d/nfs-ganesha-dbus.conf</include>
+</busconfig>
+EOF
+export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$state/dbus/system_bus_socket"
+
+# ------------------------------------------------------------- namespaces --
+ip netns add "$netns"
+ip netns exec "$netns" ip link set lo up
+# The holder owns the mount namespace (private /run); every daemon and the
+# command join it with nsenter, so all of them are children of this script.
+# --pdeathsig: if this script is killed outright, they do not outlive it.
+# shellcheck disable=SC2016  # $1 expands in the inner shell
+ip netns exec "$netns" unshare --mount --propagation private \
+  setpriv --pdeathsig KILL -- \
+  bash -c 'mount -t tmpfs -o size=16m,mode=755 dcache-e2e-run /run && touch "$1" && exec sleep infinity' \
+  holder "$state/holder.ready" &
+holder_pid=$!
+for ((i = 0; i < 100; i++)); do
+  [ -e "$state/holder.ready" ] && break
+  kill -0 "$holder_pid" 2>/dev/null || die "could not create the private mount namespace"
+  sleep 0.05
+done
+[ -e "$state/holder.ready" ] || die "namespace holder did not come up"
+
+# An array, not a function: a backgrounded simple command is exec'd in the
+# forked child, so $! is the daemon's own pid (a backgrounded function would
+# leave a subshell in between, and killing that orphans the daemon).
+in_ns=(nsenter --target "$holder_pid" --mount --net --wd="$PWD" --)
+
+"${in_ns[@]}" setpriv --pdeathsig KILL -- rpcbind -f -w &
+rpcbind_pid=$!
+"${in_ns[@]}" setpriv --pdeathsig KILL -- dbus-daemon --config-file="$state/dbus.conf" --nofork --nopidfile --nosyslog \
+  >"$state/dbus.log" 2>&1 &
+dbus_pid=$!
+for ((i = 0; i < 100; i++)); do
+  [ -S "$state/dbus/system_bus_socket" ] && "${in_ns[@]}" rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break
+  sleep 0.05
+done
+[ -S "$state/dbus/system_bus_socket" ] || die "dbus-daemon did not create its socket"
+"${in_ns[@]}" rpcinfo -p 127.0.0.1 >/dev/null 2>&1 || die "rpcbind is not answering in $netns"
+
+"${in_ns[@]}" setpriv --pdeathsig KILL -- \
+  ganesha.nfsd -F -L "$state/ganesha.log" -f "$state/ganesha.conf" -p "$state/ganesha.pid" &
+ganesha_pid=$!
+
+# ------------------------------------------------------- wait for service --
+server_ready() {
+  local rpc
+  rpc=$("${in_ns[@]}" rpcinfo -p 127.0.0.1 2>/dev/null) || return 1
+  grep -qE '^[[:space:]]*100003[[:space:]]+3[[:space:]]+tcp' <<<"$rpc" || return 1
+  grep -qE '^[[:space:]]*100005[[:space:]]' <<<"$rpc" || return 1
+  "${in_ns[@]}" rpcinfo -T tcp 127.0.0.1 nfs 4 >/dev/null 2>&1 || return 1
+  # with exports, serving means a client can list one
+  if [ "$default_exports" = 1 ] && command -v nfs-ls >/dev/null; then
+    "${in_ns[@]}" timeout 5 nfs-ls "nfs://127.0.0.1/vfs?version=3" >/dev/null 2>&1 || return 1
+  fi
+}
+deadline=$((SECONDS + ready_timeout))
+until server_ready; do
+  if ! kill -0 "$ganesha_pid" 2>/dev/null; then
+    wait "$ganesha_pid" && rc=0 || rc=$?
+    ganesha_pid=""
+    echo "$prog: ganesha.nfsd exited with status $rc during startup" >&2
+    status=3; exit 3
+  fi
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "$prog: ganesha.nfsd did not serve within ${ready_timeout}s" >&2
+    status=3; exit 3
+  fi
+  sleep 0.2
+done
+if [ -s "$state/ganesha.pid" ] && [ "$(cat "$state/ganesha.pid")" != "$ganesha_pid" ]; then
+  die "ganesha.pid says $(cat "$state/ganesha.pid"), expected $ganesha_pid"
+fi
+
+# ---------------------------------------------------------------- command --
+# Run in the background and wait, so a SIGTERM to this script is handled at
+# once (bash defers traps while a foreground child runs).
+"${in_ns[@]}" env DCACHE_SERVER=127.0.0.1 DCACHE_MNT="$mnt" DCACHE_STATE="$state" \
+  DCACHE_LOG="$state/ganesha.log" DCACHE_PID="$ganesha_pid" \
+  DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" "$@" &
+cmd_pid=$!
+wait "$cmd_pid" && status=0 || status=$?
+cmd_pid=""
+if ! kill -0 "$ganesha_pid" 2>/dev/null; then
+  echo "$prog: ganesha.nfsd died while the command ran" >&2
+  [ "$status" != 0 ] || status=4
+fi
+exit "$status"
