@@ -33,6 +33,9 @@ struct dcache_export_args {
 	char *direct_misaligned_num_pages;
 	char *direct_misaligned_dontcache;
 	char *direct_misaligned_memory;
+	char *boundary_tracking;
+	char *boundary_max_pages;
+	char *boundary_max_age_ms;
 };
 
 static struct config_item sub_fsal_params[] = {
@@ -43,6 +46,13 @@ static struct config_item sub_fsal_params[] = {
 #define DCACHE_SETTING(name, member) \
 	CONF_ITEM_STR(name, 1, 64, NULL, dcache_export_args, member)
 
+/* For the error message: what may appear in the FSAL block. */
+#define DCACHE_SETTING_NAMES \
+	"Name, IO_Cache_Read, IO_Cache_Write, Direct_Misaligned_Num_Pages, " \
+	"Direct_Misaligned_Dontcache, Direct_Misaligned_Memory, " \
+	"Boundary_Tracking, Boundary_Max_Pages, Boundary_Max_Age_Ms, " \
+	"FSAL { Name = VFS; }"
+
 static struct config_item export_params[] = {
 	CONF_ITEM_NOOP("name"),
 	DCACHE_SETTING("IO_Cache_Read", io_cache_read),
@@ -52,6 +62,9 @@ static struct config_item export_params[] = {
 	DCACHE_SETTING("Direct_Misaligned_Dontcache",
 		       direct_misaligned_dontcache),
 	DCACHE_SETTING("Direct_Misaligned_Memory", direct_misaligned_memory),
+	DCACHE_SETTING("Boundary_Tracking", boundary_tracking),
+	DCACHE_SETTING("Boundary_Max_Pages", boundary_max_pages),
+	DCACHE_SETTING("Boundary_Max_Age_Ms", boundary_max_age_ms),
 	CONF_RELAX_BLOCK("FSAL", sub_fsal_params, noop_conf_init,
 			 subfsal_commit, dcache_export_args, subfsal),
 	CONFIG_EOL
@@ -74,6 +87,9 @@ static void free_args(struct dcache_export_args *args)
 	gsh_free(args->direct_misaligned_num_pages);
 	gsh_free(args->direct_misaligned_dontcache);
 	gsh_free(args->direct_misaligned_memory);
+	gsh_free(args->boundary_tracking);
+	gsh_free(args->boundary_max_pages);
+	gsh_free(args->boundary_max_age_ms);
 }
 
 static uint16_t export_id_of_ctx(void)
@@ -96,14 +112,26 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			   struct dcache_settings *settings)
 {
 	struct dcache_settings_text text;
+	bool was_bogus, unknown;
 	char why[256];
+	int rc;
 
 	memset(args, 0, sizeof(*args));
-	if (load_config_from_node(parse_node, &export_param_block, args, true,
-				  err_type) != 0) {
+	/* Ganesha's parser counts an unknown setting as harmless ("bogus")
+	 * and carries on; for DCACHE a misspelt setting would silently leave
+	 * the default in force, so it refuses the export instead. */
+	was_bogus = err_type->bogus;
+	err_type->bogus = false;
+	rc = load_config_from_node(parse_node, &export_param_block, args, true,
+				   err_type);
+	unknown = err_type->bogus;
+	err_type->bogus = was_bogus || unknown;
+	if (rc != 0 || unknown) {
 		LogCrit(COMPONENT_CONFIG,
-			"DCACHE: export %u (%s): the FSAL block has errors (see the configuration errors logged above: unknown settings or malformed values); export refused",
-			export_id_of_ctx(), export_path_of_ctx());
+			"DCACHE: export %u (%s): %s in the FSAL block (see the configuration error above naming it); allowed settings: %s; export refused",
+			export_id_of_ctx(), export_path_of_ctx(),
+			unknown ? "unknown setting" : "malformed setting",
+			DCACHE_SETTING_NAMES);
 		return false;
 	}
 	text = (struct dcache_settings_text){
@@ -112,6 +140,9 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 		.direct_misaligned_num_pages = args->direct_misaligned_num_pages,
 		.direct_misaligned_dontcache = args->direct_misaligned_dontcache,
 		.direct_misaligned_memory = args->direct_misaligned_memory,
+		.boundary_tracking = args->boundary_tracking,
+		.boundary_max_pages = args->boundary_max_pages,
+		.boundary_max_age_ms = args->boundary_max_age_ms,
 	};
 	if (dcache_settings_parse(&text, settings, why, sizeof(why)) != 0) {
 		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; export refused",
@@ -125,6 +156,23 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 		return false;
 	}
 	return true;
+}
+
+/* Logs the settings in force, on creation and after a live update. */
+static void log_settings(const struct dcache_fsal_export *exp, const char *what,
+			 const struct dcache_settings *s)
+{
+	LogEvent(COMPONENT_FSAL,
+		 "DCACHE: export %u (%s) %s: IO_Cache_Read = %s, IO_Cache_Write = %s, Direct_Misaligned_Num_Pages = %u, Direct_Misaligned_Dontcache = %s, Direct_Misaligned_Memory = %s, Boundary_Tracking = %s, Boundary_Max_Pages = %u, Boundary_Max_Age_Ms = %u",
+		 exp->export_id, exp->path, what,
+		 dcache_mode_name(s->io_cache_read),
+		 dcache_mode_name(s->io_cache_write),
+		 s->direct_misaligned_num_pages,
+		 s->direct_misaligned_dontcache ? "true" : "false",
+		 s->direct_misaligned_memory == DCACHE_MEM_MISALIGNED_BOUNCE ?
+			 "bounce" : "buffered",
+		 s->boundary_tracking ? "true" : "false",
+		 s->boundary_max_pages, s->boundary_max_age_ms);
 }
 
 /* ---- export ops --------------------------------------------------------- */
@@ -173,50 +221,6 @@ static fsal_status_t dcache_lookup_path(struct fsal_export *exp_hdl,
 }
 
 /*
- * Is the sub-FSAL directory dir inside this export's tree?  Walks ".." on
- * the sub-FSAL until it meets the export root (inside), the filesystem's
- * root or another filesystem's directory (outside).  Only directories
- * matter: they are what a client walks and looks up from.
- */
-#define DCACHE_MAX_DEPTH 1024
-
-static bool directory_within_export(struct dcache_fsal_export *exp,
-				    struct fsal_obj_handle *dir)
-{
-	struct fsal_obj_handle *cur = dir;
-	bool inside = false;
-	int depth;
-
-	for (depth = 0; depth < DCACHE_MAX_DEPTH; depth++) {
-		struct fsal_obj_handle *parent = NULL;
-		fsal_status_t status;
-
-		if (dcache_is_export_root(exp, cur)) {
-			inside = true;
-			break;
-		}
-		if (dcache_is_above_export(exp, cur))
-			break;
-		status = cur->obj_ops->lookup(cur, "..", &parent, NULL);
-		if (FSAL_IS_ERROR(status))
-			break;
-		/* ".." of a filesystem's root is itself. */
-		if (parent->fileid == cur->fileid &&
-		    parent->fsid.major == cur->fsid.major &&
-		    parent->fsid.minor == cur->fsid.minor) {
-			parent->obj_ops->release(parent);
-			break;
-		}
-		if (cur != dir)
-			cur->obj_ops->release(cur);
-		cur = parent;
-	}
-	if (cur != dir)
-		cur->obj_ops->release(cur);
-	return inside;
-}
-
-/*
  * create_handle turns a client's file handle into an object when MDCACHE
  * does not hold it.  A file handle names an inode, not a path, so a forged
  * or leaked handle of a directory above the export (or in a sibling export
@@ -239,7 +243,7 @@ static fsal_status_t dcache_create_handle(struct fsal_export *exp_hdl,
 		status = exp_hdl->sub_export->exp_ops.create_handle(
 			exp_hdl->sub_export, fh_desc, &sub_handle, attrs_out);
 		if (!FSAL_IS_ERROR(status) && sub_handle->type == DIRECTORY &&
-		    !directory_within_export(exp, sub_handle)) {
+		    !dcache_directory_within_export(exp, sub_handle)) {
 			LogWarn(COMPONENT_FSAL,
 				"DCACHE: export %u (%s): refused a file handle of a directory outside the export (fileid %" PRIu64 ")",
 				exp->export_id, exp->path, sub_handle->fileid);
@@ -473,13 +477,7 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	/* MDCACHE stacks itself on whatever export is left here. */
 	op_ctx->fsal_export = &exp->export;
 
-	LogEvent(COMPONENT_FSAL,
-		 "DCACHE: export %u (%s) created over %s: IO_Cache_Read = %s, IO_Cache_Write = %s, Direct_Misaligned_Num_Pages = %u, Direct_Misaligned_Dontcache = %s",
-		 exp->export_id, exp->path, args.subfsal.name,
-		 dcache_mode_name(settings.io_cache_read),
-		 dcache_mode_name(settings.io_cache_write),
-		 settings.direct_misaligned_num_pages,
-		 settings.direct_misaligned_dontcache ? "true" : "false");
+	log_settings(exp, "created over VFS", &settings);
 	free_args(&args);
 	return fsalstat(ERR_FSAL_NO_ERROR, 0);
 }
@@ -522,14 +520,7 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 	fsal_put(sub_fsal);
 	if (!FSAL_IS_ERROR(status)) {
 		dcache_export_update(exp->core, &settings);
-		LogEvent(COMPONENT_FSAL,
-			 "DCACHE: export %u (%s) updated: IO_Cache_Read = %s, IO_Cache_Write = %s, Direct_Misaligned_Num_Pages = %u, Direct_Misaligned_Dontcache = %s",
-			 exp->export_id, exp->path,
-			 dcache_mode_name(settings.io_cache_read),
-			 dcache_mode_name(settings.io_cache_write),
-			 settings.direct_misaligned_num_pages,
-			 settings.direct_misaligned_dontcache ? "true" :
-								"false");
+		log_settings(exp, "updated", &settings);
 	}
 	free_args(&args);
 	return status;

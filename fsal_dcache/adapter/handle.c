@@ -99,6 +99,50 @@ bool dcache_is_above_export(const struct dcache_fsal_export *exp,
 }
 
 /*
+ * Is the sub-FSAL directory dir inside this export's tree?  Walks ".." on
+ * the sub-FSAL (op_ctx holding the sub-FSAL's export) until it meets the export root (inside), the filesystem's
+ * root or another filesystem's directory (outside).  Only directories
+ * matter: they are what a client walks and looks up from.
+ */
+#define DCACHE_MAX_DEPTH 1024
+
+bool dcache_directory_within_export(struct dcache_fsal_export *exp,
+				    struct fsal_obj_handle *dir)
+{
+	struct fsal_obj_handle *cur = dir;
+	bool inside = false;
+	int depth;
+
+	for (depth = 0; depth < DCACHE_MAX_DEPTH; depth++) {
+		struct fsal_obj_handle *parent = NULL;
+		fsal_status_t status;
+
+		if (dcache_is_export_root(exp, cur)) {
+			inside = true;
+			break;
+		}
+		if (dcache_is_above_export(exp, cur))
+			break;
+		status = cur->obj_ops->lookup(cur, "..", &parent, NULL);
+		if (FSAL_IS_ERROR(status))
+			break;
+		/* ".." of a filesystem's root is itself. */
+		if (parent->fileid == cur->fileid &&
+		    parent->fsid.major == cur->fsid.major &&
+		    parent->fsid.minor == cur->fsid.minor) {
+			parent->obj_ops->release(parent);
+			break;
+		}
+		if (cur != dir)
+			cur->obj_ops->release(cur);
+		cur = parent;
+	}
+	if (cur != dir)
+		cur->obj_ops->release(cur);
+	return inside;
+}
+
+/*
  * A new handle of the same object: the caller of lookup owns (and
  * releases) what it gets back, so the directory's own handle cannot be
  * handed out twice.  The sub-FSAL makes one from the object's key, as
@@ -145,8 +189,10 @@ static fsal_status_t new_handle_of(struct dcache_fsal_export *exp,
  * The plugin therefore checks for itself, by filesystem id and file id
  * (not by handle bytes):
  *  - ".." of the export root is the root, as the core intends;
- *  - ".." that lands on a directory above the root (reachable only from a
- *    directory that was not inside this export to begin with) is refused.
+ *  - ".." that lands on a directory outside the export's tree is refused:
+ *    above the root (reachable only from a directory that was not inside
+ *    this export to begin with), or elsewhere (a directory moved out of
+ *    the export on the server while a client held its handle).
  *
  * While the export is being created, MDCACHE asks for the parent of the
  * new root entry before the export holds it as its root, and caches the
@@ -186,11 +232,16 @@ static fsal_status_t dcache_lookup(struct fsal_obj_handle *parent,
 		status = sub_parent->obj_ops->lookup(sub_parent, name, handle,
 						     attrs_out);
 		if (!FSAL_IS_ERROR(status) && dotdot &&
-		    dcache_is_above_export(exp, *handle)) {
-			LogWarn(COMPONENT_FSAL,
-				"DCACHE: export %u (%s): refused \"..\" from directory fileid %" PRIu64 " to fileid %" PRIu64 " above the export root",
-				exp->export_id, exp->path, sub_parent->fileid,
-				(*handle)->fileid);
+		    !dcache_is_export_root(exp, *handle) &&
+		    !dcache_directory_within_export(exp, *handle)) {
+			/* Expected once per export at start-up (MDCACHE's
+			 * probe of the new root's parent); a warning later. */
+			LogAtLevel(COMPONENT_FSAL,
+				   export_root_established() ? NIV_WARN
+							     : NIV_DEBUG,
+				   "DCACHE: export %u (%s): refused \"..\" from directory fileid %" PRIu64 " to fileid %" PRIu64 " outside the export",
+				   exp->export_id, exp->path,
+				   sub_parent->fileid, (*handle)->fileid);
 			(*handle)->obj_ops->release(*handle);
 			*handle = NULL;
 			return fsalstat(ERR_FSAL_ACCESS, EACCES);

@@ -3,10 +3,13 @@
  *   dbus-send --system --print-reply --dest=org.ganesha.nfsd \
  *     /org/ganesha/nfsd/ExportMgr org.ganesha.nfsd.exportstats.GetFSALStats \
  *     string:DCACHE
- * (needs NFS_CORE_PARAM { Enable_FSAL_Stats = true; }).  The reply has the
- * layout FSAL_GPFS uses, so `ganesha_stats fsal DCACHE` reads it: the FSAL
- * name, then a struct of (name, count, average ms, min ms, max ms) entries,
- * then a status message.  Entries are per export: "export_<id>.<op>" with
+ * (needs NFS_CORE_PARAM { Enable_FSAL_Stats = true; }).  The reply follows
+ * FSAL_GPFS's: the FSAL name, then (name, count, average ms, min ms,
+ * max ms) entries, then a status message -- except that the entries are an
+ * array of structs, a(stddd), where GPFS puts them all in one struct: a
+ * struct's type signature grows with every member and D-Bus caps
+ * signatures at 255 characters, which DCACHE's per-export counters exceed
+ * with a few exports.  Entries are per export: "export_<id>.<op>" with
  * the service times of READ, WRITE and COMMIT, and "export_<id>.<counter>"
  * for every counter of the core (dispositions, bytes, syncs, fallbacks ...)
  * with zero times.
@@ -17,27 +20,41 @@
 
 #include "gsh_dbus.h"
 #include "gsh_list.h"
+#include "log.h"
 
 /* Ganesha refuses GetFSALStats for a module whose stats pointer is NULL;
  * the counters themselves live in the core, per export. */
 static struct fsal_stats dcache_fsal_stats;
 
-static void append_entry(DBusMessageIter *entries, const char *name,
+/* Appends one (s t d d d) struct to the array; false when libdbus ran out
+ * of memory. */
+static bool append_entry(DBusMessageIter *entries, const char *name,
 			 uint64_t count, double avg_ms, double min_ms,
 			 double max_ms)
 {
-	dbus_message_iter_append_basic(entries, DBUS_TYPE_STRING, &name);
-	dbus_message_iter_append_basic(entries, DBUS_TYPE_UINT64, &count);
-	dbus_message_iter_append_basic(entries, DBUS_TYPE_DOUBLE, &avg_ms);
-	dbus_message_iter_append_basic(entries, DBUS_TYPE_DOUBLE, &min_ms);
-	dbus_message_iter_append_basic(entries, DBUS_TYPE_DOUBLE, &max_ms);
+	DBusMessageIter entry;
+
+	return dbus_message_iter_open_container(entries, DBUS_TYPE_STRUCT,
+						NULL, &entry) &&
+	       dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING,
+					      &name) &&
+	       dbus_message_iter_append_basic(&entry, DBUS_TYPE_UINT64,
+					      &count) &&
+	       dbus_message_iter_append_basic(&entry, DBUS_TYPE_DOUBLE,
+					      &avg_ms) &&
+	       dbus_message_iter_append_basic(&entry, DBUS_TYPE_DOUBLE,
+					      &min_ms) &&
+	       dbus_message_iter_append_basic(&entry, DBUS_TYPE_DOUBLE,
+					      &max_ms) &&
+	       dbus_message_iter_close_container(entries, &entry);
 }
 
-static size_t append_export(DBusMessageIter *entries,
-			    struct dcache_fsal_export *exp)
+/* Returns the number of entries appended, or -1 when libdbus failed. */
+static ssize_t append_export(DBusMessageIter *entries,
+			     struct dcache_fsal_export *exp)
 {
 	char name[128];
-	size_t n = 0;
+	ssize_t n = 0;
 	size_t i;
 	int op;
 
@@ -48,9 +65,11 @@ static size_t append_export(DBusMessageIter *entries,
 			continue;
 		snprintf(name, sizeof(name), "export_%u.%s", exp->export_id,
 			 dcache_op_name(op));
-		append_entry(entries, name, l.count,
-			     (double)l.total_ns / l.count / 1e6,
-			     (double)l.min_ns / 1e6, (double)l.max_ns / 1e6);
+		if (!append_entry(entries, name, l.count,
+				  (double)l.total_ns / l.count / 1e6,
+				  (double)l.min_ns / 1e6,
+				  (double)l.max_ns / 1e6))
+			return -1;
 		n++;
 	}
 	for (i = 0; i < dcache_stats_count(); i++) {
@@ -60,7 +79,8 @@ static size_t append_export(DBusMessageIter *entries,
 			continue;
 		snprintf(name, sizeof(name), "export_%u.%s", exp->export_id,
 			 dcache_stats_name(i));
-		append_entry(entries, name, value, 0, 0, 0);
+		if (!append_entry(entries, name, value, 0, 0, 0))
+			return -1;
 		n++;
 	}
 	return n;
@@ -72,24 +92,32 @@ static void dcache_extract_stats(struct fsal_module *fsal_hdl, void *iter)
 	DBusMessageIter entries;
 	const char *message = DCACHE_FSAL_NAME;
 	struct glist_head *node;
-	size_t n = 0;
+	ssize_t n = 0;
+	bool ok;
 
-	dbus_message_iter_append_basic(reply, DBUS_TYPE_STRING, &message);
-	dbus_message_iter_open_container(reply, DBUS_TYPE_STRUCT, NULL,
-					 &entries);
+	ok = dbus_message_iter_append_basic(reply, DBUS_TYPE_STRING,
+					    &message) &&
+	     dbus_message_iter_open_container(reply, DBUS_TYPE_ARRAY,
+					      "(stddd)", &entries);
+	if (!ok) {
+		LogCrit(COMPONENT_FSAL, "DCACHE: out of memory building the statistics reply");
+		return;
+	}
 	PTHREAD_RWLOCK_rdlock(&fsal_hdl->lock);
 	glist_for_each(node, &fsal_hdl->exports) {
-		n += append_export(&entries,
-				   dcache_export_of(glist_entry(
-					   node, struct fsal_export, exports)));
+		ssize_t added = append_export(
+			&entries, dcache_export_of(glist_entry(
+					  node, struct fsal_export, exports)));
+
+		if (added < 0) {
+			n = -1;
+			break;
+		}
+		n += added;
 	}
 	PTHREAD_RWLOCK_unlock(&fsal_hdl->lock);
-	/* An empty struct is not valid DBus: say so with one entry, as GPFS
-	 * does. */
-	if (n == 0)
-		append_entry(&entries, "None", 0, 0, 0, 0);
 	dbus_message_iter_close_container(reply, &entries);
-	message = n == 0 ? "None" : "OK";
+	message = n < 0 ? "Incomplete: out of memory" : n == 0 ? "None" : "OK";
 	dbus_message_iter_append_basic(reply, DBUS_TYPE_STRING, &message);
 }
 
