@@ -6,6 +6,7 @@
 // libstdc++, where static-object ordering is nobody's friend).
 #include "engine.h"
 
+#include "boundary_tracker.h"
 #include "dcache_io/sync_backend.h"
 #include "planner.h"
 
@@ -131,6 +132,9 @@ struct ctx {
 	dcache_file &f;
 	const dcache_io &io;
 	dcache_settings s;
+	// WRITE: boundary pages the tracker let go of during this request,
+	// written back and dropped when the request is done (see do_write).
+	boundary_tracker::release_list *releases = nullptr;
 
 	io::backend &b() const noexcept { return *e.backend; }
 	void add(stat st, std::uint64_t n = 1) const noexcept { e.stats.add(st, n); }
@@ -252,6 +256,172 @@ void flush_range(const ctx &c, std::uint64_t offset, std::uint64_t length) noexc
 		log_msg(DCACHE_LOG_WARN, "dcache %s: sync_file_range failed: %s", c.e.name, std::strerror(r.error));
 }
 
+// ---- boundary pages ---------------------------------------------------------
+
+// sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER) then POSIX_FADV_DONTNEED on
+// one held page: DONTNEED skips dirty pages, so it must be clean first.
+// Failures are counted and logged once, never fatal: the data is written,
+// only its caching is at stake.
+void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	io::request q;
+	q.op = io::op_kind::sync_range;
+	q.fd = fd;
+	q.offset = offset;
+	q.length = length;
+	io::result r = e.backend->execute(q);
+	if (!r.ok() && first_time(e, log_sync_range_error))
+		log_msg(DCACHE_LOG_WARN, "dcache %s: sync_file_range failed: %s", e.name, std::strerror(r.error));
+	q.op = io::op_kind::fadvise_dontneed;
+	e.stats.add(stat::fadvise_calls);
+	r = e.backend->execute(q);
+	if (!r.ok()) {
+		e.stats.add(stat::fadvise_errors);
+		if (first_time(e, log_fadvise_error))
+			log_msg(DCACHE_LOG_WARN, "dcache %s: posix_fadvise(DONTNEED) failed: %s", e.name,
+				std::strerror(r.error));
+	}
+}
+
+// Writes back and drops the pages the tracker handed over, then tells it.
+// own/own_fd: the file of the calling request and its descriptor, valid
+// for the call (nullptr/-1 when there is none).  Any other file's pages go
+// through that file's O_DIRECT descriptor (same inode, same page cache),
+// held shared so a close cannot pull it away; a file without one is left
+// to the kernel's own writeback (counted).  The caller must hold no
+// fd_mutex: this takes other files' ones.
+void release_boundary(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own,
+		      int own_fd) noexcept
+{
+	for (const auto &r : list) {
+		DCACHE_SYNC_POINT("boundary.release");
+		dcache_file *f = r.file->owner();
+		const std::uint64_t off = r.page * k_boundary_page;
+		DTRACE_PROBE3(dcache, boundary_release, off, static_cast<int>(r.why), f == own);
+		if (f == own && own_fd >= 0) {
+			flush_and_drop(e, own_fd, off, k_boundary_page);
+		} else {
+			try {
+				std::shared_lock lock(f->fd_mutex);
+				if (f->direct_fd >= 0)
+					flush_and_drop(e, f->direct_fd, off, k_boundary_page);
+				else
+					e.stats.add(stat::boundary_release_no_fd);
+			} catch (...) {
+				e.stats.add(stat::boundary_release_no_fd);
+			}
+		}
+		DCACHE_SYNC_POINT("boundary.released");
+		e.boundary.release_done(r);
+	}
+	list.clear();
+}
+
+// Runs the releases collected during a WRITE when the WRITE is done: after
+// its segments (the completing writer's data is in the page) and after its
+// sync (the page is clean then, so the write-back is free), with the
+// O_DIRECT lease already dropped.
+struct pending_releases {
+	dcache_export &e;
+	const dcache_file *own;
+	int fd;
+	boundary_tracker::release_list list;
+
+	pending_releases(dcache_export &exp, const dcache_file *file, int file_fd) noexcept
+		: e(exp), own(file), fd(file_fd)
+	{
+	}
+	pending_releases(const pending_releases &) = delete;
+	pending_releases &operator=(const pending_releases &) = delete;
+	~pending_releases() { release_boundary(e, list, own, fd); }
+};
+
+bool tracks_boundaries(const ctx &c) noexcept
+{
+	return c.releases != nullptr && is_direct_mode(c.s.io_cache_write) && c.s.boundary_tracking &&
+	       c.s.direct_misaligned_dontcache;
+}
+
+struct edge_piece {
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0;
+	bool track = false; // a page the WRITE shares with a neighbour
+};
+
+// Cuts the non-direct segment [s, e) of the WRITE [w0, w1) at page
+// boundaries.  A piece is tracked when its page is only partly covered by
+// the WRITE (a neighbour must complete it) and the piece carries all of the
+// WRITE's bytes in that page.  (When O < page size the direct middle shares
+// the head's page; O_DIRECT invalidates that page anyway, so holding it
+// cannot help and it is not tracked.)  Untracked neighbours are merged, so
+// a segment with no shared page is one piece: exactly today's write.
+std::size_t edge_pieces(std::uint64_t w0, std::uint64_t w1, std::uint64_t s, std::uint64_t e,
+			std::array<edge_piece, 3> &out) noexcept
+{
+	constexpr std::uint64_t page = k_boundary_page;
+	const auto shared = [&](std::uint64_t page_lo, std::uint64_t lo, std::uint64_t hi) {
+		const std::uint64_t wlo = std::max(w0, page_lo), whi = std::min(w1, page_lo + page);
+		const bool partial = wlo > page_lo || whi < page_lo + page;
+		return partial && lo <= wlo && hi >= whi;
+	};
+	std::array<edge_piece, 3> raw{};
+	std::size_t n = 0;
+	const std::uint64_t first = s / page, last = (e - 1) / page;
+	if (first == last) {
+		raw[n++] = {s, e - s, shared(first * page, s, e)};
+	} else {
+		const std::uint64_t a_end = (first + 1) * page, b_start = last * page;
+		raw[n++] = {s, a_end - s, shared(first * page, s, a_end)};
+		if (b_start > a_end)
+			raw[n++] = {a_end, b_start - a_end, false};
+		raw[n++] = {b_start, e - b_start, shared(b_start, b_start, e)};
+	}
+	std::size_t m = 0;
+	for (std::size_t i = 0; i < n; ++i) {
+		if (m > 0 && !raw[i].track && !out[m - 1].track)
+			out[m - 1].length += raw[i].length;
+		else
+			out[m++] = raw[i];
+	}
+	return m;
+}
+
+io::result write_dontcache(const ctx &c, const std::vector<struct iovec> &v, std::uint64_t offset) noexcept;
+io::result write_buffered(const ctx &c, const std::vector<struct iovec> &v, std::uint64_t offset) noexcept;
+
+// A DONTCACHE segment of a direct-mode WRITE with boundary tracking on:
+// the bytes of a shared page go out cached while the tracker holds the
+// page (claimed immediately before, completed immediately after, like the
+// kernel's nfsd_write_dio_boundary_claim/_complete); the rest DONTCACHE.
+io::result write_edges(const ctx &c, const segment &seg)
+{
+	std::array<edge_piece, 3> pieces{};
+	const std::uint64_t w0 = c.io.offset, w1 = w0 + iov_total(c.io.iov, c.io.iov_count);
+	const std::size_t n = edge_pieces(w0, w1, seg.offset, seg.offset + seg.length, pieces);
+	std::uint64_t done = 0;
+	for (std::size_t i = 0; i < n; ++i) {
+		const edge_piece &p = pieces[i];
+		const std::vector<struct iovec> part = slice(c.io.iov, c.io.iov_count, p.offset - c.io.offset, p.length);
+		const std::uint64_t page = p.offset / k_boundary_page;
+		io::result r;
+		if (p.track && c.e.boundary.claim(c.f.boundary, page, boundary_tracker::clock::now(), *c.releases)) {
+			DCACHE_SYNC_POINT("boundary.claim");
+			r = write_buffered(c, part, p.offset);
+			DCACHE_SYNC_POINT("boundary.complete");
+			c.e.boundary.complete(c.f.boundary, page, static_cast<std::uint32_t>(p.offset % k_boundary_page),
+					      r.ok() ? static_cast<std::uint32_t>(r.bytes) : 0, *c.releases);
+		} else {
+			r = write_dontcache(c, part, p.offset);
+		}
+		if (!r.ok())
+			return done == 0 ? r : io::result::success(done);
+		done += r.bytes;
+		if (r.bytes < p.length)
+			break; // short: the issue loop stops and reports it
+	}
+	return io::result::success(done);
+}
+
 // ---- WRITE --------------------------------------------------------------
 
 io::result write_buffered(const ctx &c, const std::vector<struct iovec> &v, std::uint64_t offset) noexcept
@@ -290,7 +460,8 @@ io::result write_segment(const ctx &c, const segment &seg, int direct_fd)
 	const std::vector<struct iovec> part = slice(c.io.iov, c.io.iov_count, seg.offset - c.io.offset, seg.length);
 	switch (seg.kind) {
 	case seg_kind::buffered: return write_buffered(c, part, seg.offset);
-	case seg_kind::dontcache: return write_dontcache(c, part, seg.offset);
+	case seg_kind::dontcache:
+		return tracks_boundaries(c) ? write_edges(c, seg) : write_dontcache(c, part, seg.offset);
 	case seg_kind::direct: break;
 	}
 
@@ -351,8 +522,15 @@ void count_write(const ctx &c, disposition d) noexcept
 	}
 }
 
-dcache_io_result do_write(const ctx &c)
+dcache_io_result do_write(const ctx &request)
 {
+	// Declared first so it runs last: after the sync, with the lease gone.
+	pending_releases pending(request.e, &request.f, request.io.fd);
+	ctx c = request;
+	c.releases = &pending.list;
+	// Opportunistic age limit: the tracker has no thread of its own.
+	c.e.boundary.reap(boundary_tracker::clock::now(), pending.list);
+
 	dcache_io_result res{};
 	c.add(stat::writes);
 	const std::span<const struct iovec> iov(c.io.iov, static_cast<std::size_t>(c.io.iov_count));
@@ -601,7 +779,8 @@ std::uint64_t pack_settings(const dcache_settings &s) noexcept
 	       ((static_cast<std::uint64_t>(s.io_cache_write) & 0xff) << 8) |
 	       ((static_cast<std::uint64_t>(s.direct_misaligned_num_pages) & 0xffff) << 16) |
 	       (static_cast<std::uint64_t>(s.direct_misaligned_dontcache) << 32) |
-	       ((static_cast<std::uint64_t>(s.direct_misaligned_memory) & 1) << 33);
+	       ((static_cast<std::uint64_t>(s.direct_misaligned_memory) & 1) << 33) |
+	       (static_cast<std::uint64_t>(s.boundary_tracking) << 34);
 }
 
 dcache_settings unpack_settings(std::uint64_t v) noexcept
@@ -612,6 +791,9 @@ dcache_settings unpack_settings(std::uint64_t v) noexcept
 	s.direct_misaligned_num_pages = static_cast<std::uint32_t>((v >> 16) & 0xffff);
 	s.direct_misaligned_dontcache = ((v >> 32) & 1) != 0;
 	s.direct_misaligned_memory = static_cast<dcache_mem_misaligned>((v >> 33) & 1);
+	s.boundary_tracking = ((v >> 34) & 1) != 0;
+	// The tracker's limits do not fit the word; they live in the tracker
+	// (a request seeing old limits with new flags is harmless).
 	return s;
 }
 
@@ -621,10 +803,18 @@ dcache_export *export_new_with_backend(const dcache_settings *settings, const ch
 	auto *e = new (std::nothrow) dcache_export;
 	if (e == nullptr)
 		return nullptr;
-	e->packed_settings.store(pack_settings(settings ? *settings : dcache_settings_default()));
+	const dcache_settings s = settings ? *settings : dcache_settings_default();
+	e->packed_settings.store(pack_settings(s));
+	e->boundary.set_limits(s.boundary_max_pages, s.boundary_max_age_ms);
 	std::snprintf(e->name, sizeof(e->name), "%s", name ? name : "(unnamed)");
 	e->backend = backend;
 	return e;
+}
+
+void export_unref(dcache_export *exp) noexcept
+{
+	if (exp != nullptr && exp->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+		delete exp;
 }
 
 } // namespace dcache::core
@@ -648,21 +838,37 @@ struct dcache_export *dcache_export_new(const struct dcache_settings *settings, 
 
 void dcache_export_update(struct dcache_export *exp, const struct dcache_settings *settings)
 {
-	if (exp != nullptr && settings != nullptr)
+	if (exp != nullptr && settings != nullptr) {
+		exp->boundary.set_limits(settings->boundary_max_pages, settings->boundary_max_age_ms);
 		exp->packed_settings.store(pack_settings(*settings), std::memory_order_release);
+	}
 }
 
 struct dcache_settings dcache_export_settings(const struct dcache_export *exp)
 {
 	if (exp == nullptr)
 		return dcache_settings_default();
-	return unpack_settings(exp->packed_settings.load(std::memory_order_acquire));
+	dcache_settings s = unpack_settings(exp->packed_settings.load(std::memory_order_acquire));
+	s.boundary_max_pages = exp->boundary.max_pages();
+	s.boundary_max_age_ms = exp->boundary.max_age_ms();
+	return s;
 }
 
+// The adapter's unexport: every held boundary page of the export is
+// written back and dropped (through each file's O_DIRECT descriptor; files
+// may outlive the export), then the adapter's reference goes.
 void dcache_export_free(struct dcache_export *exp)
 {
-	if (exp != nullptr && exp->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
-		delete exp;
+	if (exp == nullptr)
+		return;
+	try {
+		boundary_tracker::release_list list;
+		exp->boundary.take_all(list);
+		release_boundary(*exp, list, nullptr, -1);
+	} catch (...) {
+		// No memory for the list: the pages stay ordinary cached pages.
+	}
+	export_unref(exp);
 }
 
 struct dcache_file *dcache_file_new(struct dcache_export *exp)
@@ -680,6 +886,17 @@ void dcache_file_close(struct dcache_file *file)
 	if (file == nullptr)
 		return;
 	try {
+		// Held boundary pages first, through the O_DIRECT descriptor
+		// that is about to close.  Pages with a writer in flight stay
+		// (their writer completes them).
+		if (file->exp != nullptr) {
+			boundary_tracker::release_list list;
+			file->exp->boundary.take_file(file->boundary, 0, UINT64_MAX, list);
+			release_boundary(*file->exp, list, file, -1);
+			// Another file's request may be releasing one of our pages
+			// (age, ceiling) through direct_fd: let it finish first.
+			file->exp->boundary.wait_idle(file->boundary);
+		}
 		std::unique_lock lock(file->fd_mutex); // waits for I/O in flight
 		if (file->direct_fd >= 0 && file->exp != nullptr)
 			file->exp->backend->close_fd(file->direct_fd);
@@ -695,7 +912,18 @@ void dcache_file_free(struct dcache_file *file)
 	if (file == nullptr)
 		return;
 	dcache_file_close(file);
-	dcache_export_free(file->exp);
+	if (file->exp != nullptr) {
+		try {
+			// No request runs on a file being freed, but another file's
+			// request may be releasing one of its pages (age, ceiling).
+			boundary_tracker::release_list list;
+			file->exp->boundary.take_file(file->boundary, 0, UINT64_MAX, list, true);
+			release_boundary(*file->exp, list, file, -1);
+			file->exp->boundary.wait_idle(file->boundary);
+		} catch (...) {
+		}
+	}
+	export_unref(file->exp);
 	delete file;
 }
 
@@ -747,6 +975,19 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 	try {
 		exp->stats.add(stat::commits);
 		exp->stats.record(DCACHE_OP_COMMIT, sync_ns);
+		// The COMMIT made the held pages in its range clean: drop them (a
+		// neighbour still to come will read its page back; COMMIT is where
+		// the client says it is done with these bytes for now).
+		if (file != nullptr) {
+			boundary_tracker::release_list list;
+			const std::uint64_t first = offset / k_boundary_page;
+			const std::uint64_t last = (len == 0 || len > UINT64_MAX - offset)
+							   ? UINT64_MAX
+							   : (offset + len - 1) / k_boundary_page;
+			exp->boundary.take_file(file->boundary, first, last, list);
+			exp->boundary.reap(boundary_tracker::clock::now(), list);
+			release_boundary(*exp, list, file, fd);
+		}
 		const dcache_settings s = unpack_settings(exp->packed_settings.load(std::memory_order_acquire));
 		if (s.io_cache_write != DCACHE_MODE_FADVISE)
 			return 0;

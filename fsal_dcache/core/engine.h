@@ -16,6 +16,7 @@
 // descriptor from under a request in flight.
 #pragma once
 
+#include "boundary_tracker.h"
 #include "dcache/core.h"
 #include "dcache_io/backend.h"
 #include "stats.h"
@@ -35,6 +36,9 @@ struct dcache_export {
 	dcache::io::backend *backend = nullptr;
 	std::unique_ptr<dcache::io::backend> owned_backend;
 	dcache::core::export_stats stats;
+	// Half-written boundary pages of every file of the export (the ceiling
+	// is per export); Boundary_Max_Pages / _Max_Age_Ms live in it.
+	dcache::core::boundary_tracker boundary{stats};
 	std::atomic<std::uint32_t> logged{0}; // log-once bits, see engine.cpp
 };
 
@@ -47,6 +51,10 @@ struct dcache_file {
 	dcache::io::dio_caps caps;       // written once under fd_mutex, then read-only
 	std::atomic<bool> no_dontcache{false};
 	std::atomic<bool> no_odirect{false};
+	// This file's held boundary pages (guarded by exp->boundary's mutex).
+	// Released through the request's descriptor when a request of this
+	// file releases them, otherwise through direct_fd (shared fd_mutex).
+	dcache::core::boundary_file boundary{this};
 };
 
 namespace dcache::core {
@@ -57,5 +65,8 @@ namespace dcache::core {
 // Like dcache_export_new, over a borrowed backend (tests: the fake).
 [[nodiscard]] dcache_export *export_new_with_backend(const dcache_settings *settings,
 						     const char *name, io::backend *backend) noexcept;
+
+// Drops one reference (a file's, or the adapter's after its unexport work).
+void export_unref(dcache_export *exp) noexcept;
 
 } // namespace dcache::core

@@ -132,8 +132,15 @@ plan plan_write(const dcache_settings &s, const plan_caps &caps, std::uint64_t o
 	if (length < std::max<std::uint64_t>(o, m))
 		return single(edge, disposition::too_small, offset, length);
 
-	const std::uint64_t mid_start = round_up(offset, o);
-	const std::uint64_t mid_end = round_down(offset + length, o);
+	// The direct middle is cut at page boundaries even where the
+	// filesystem allows a finer alignment (XFS here: 512): an O_DIRECT
+	// write invalidates every cached page it touches, so a middle that
+	// began inside the head's page would throw that page out, and the
+	// neighbouring WRITE's edge would have to read it back from the
+	// device.  Edges then own their pages outright (see boundary_tracker).
+	const std::uint64_t cut = std::max<std::uint64_t>(o, k_page_size);
+	const std::uint64_t mid_start = round_up(offset, cut);
+	const std::uint64_t mid_end = round_down(offset + length, cut);
 	if (mid_end <= mid_start)
 		return single(edge, disposition::no_middle, offset, length);
 	const std::uint64_t head = mid_start - offset;

@@ -10,6 +10,11 @@
 namespace {
 
 constexpr std::uint32_t k_max_num_pages = 1024;
+// Boundary tracker limits: 2^20 pages is 4 GiB of page cache per export,
+// far beyond any sensible setting; an hour is the longest a half-written
+// page may wait for its neighbour.
+constexpr std::uint32_t k_max_boundary_pages = 1u << 20;
+constexpr std::uint32_t k_max_boundary_age_ms = 3600u * 1000u;
 
 std::string_view trim(std::string_view s) noexcept
 {
@@ -112,6 +117,24 @@ bool parse_pages(const char *text, std::uint32_t *out) noexcept
 	return true;
 }
 
+// A decimal integer in [lo, hi]; nothing else (no sign, no suffix).
+bool parse_uint(const char *text, std::uint32_t lo, std::uint32_t hi, std::uint32_t *out) noexcept
+{
+	const std::string_view v = trim(text);
+	if (v.empty() || v.size() > 10)
+		return false;
+	std::uint64_t n = 0;
+	for (char c : v) {
+		if (c < '0' || c > '9')
+			return false;
+		n = n * 10 + static_cast<std::uint64_t>(c - '0');
+	}
+	if (n < lo || n > hi)
+		return false;
+	*out = static_cast<std::uint32_t>(n);
+	return true;
+}
+
 } // namespace
 
 extern "C" {
@@ -125,6 +148,9 @@ struct dcache_settings dcache_settings_default(void)
 	s.direct_misaligned_dontcache = true;
 	// Issue 3 picks this default by measuring copy versus fallback.
 	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BOUNCE;
+	s.boundary_tracking = true;
+	s.boundary_max_pages = 4096;   // 16 MiB of page cache per export
+	s.boundary_max_age_ms = 5000;
 	return s;
 }
 
@@ -176,6 +202,24 @@ int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache
 				"bounce, buffered");
 			return EINVAL;
 		}
+	}
+	if (text->boundary_tracking != nullptr &&
+	    !parse_bool(text->boundary_tracking, &s.boundary_tracking)) {
+		explain(why, why_len, "Boundary_Tracking", text->boundary_tracking,
+			"true, false, yes, no, on, off, 1, 0");
+		return EINVAL;
+	}
+	if (text->boundary_max_pages != nullptr &&
+	    !parse_uint(text->boundary_max_pages, 1, k_max_boundary_pages, &s.boundary_max_pages)) {
+		explain(why, why_len, "Boundary_Max_Pages", text->boundary_max_pages,
+			"an integer from 1 to 1048576 (pages of 4096 bytes held per export)");
+		return EINVAL;
+	}
+	if (text->boundary_max_age_ms != nullptr &&
+	    !parse_uint(text->boundary_max_age_ms, 1, k_max_boundary_age_ms, &s.boundary_max_age_ms)) {
+		explain(why, why_len, "Boundary_Max_Age_Ms", text->boundary_max_age_ms,
+			"an integer from 1 to 3600000 (milliseconds)");
+		return EINVAL;
 	}
 	*out = s;
 	return 0;

@@ -26,7 +26,11 @@ namespace dcache::core {
 	X(syncs_fsync) X(syncs_fdatasync) X(writes_reply_stable) X(writes_raised_stable)  \
 	X(commits) X(fadvise_calls) X(fadvise_errors)                                     \
 	X(fallback_no_dontcache) X(fallback_no_odirect) X(fallback_direct_einval)         \
-	X(short_transfers) X(errors)
+	X(short_transfers) X(errors)                                                      \
+	X(boundary_held) X(boundary_completed) X(boundary_released_by_age)                \
+	X(boundary_released_by_ceiling) X(boundary_released_at_commit)                    \
+	X(boundary_not_held) X(boundary_release_no_fd)                                    \
+	X(boundary_pages_current) X(boundary_bytes_current)
 
 enum class stat : std::size_t {
 #define DCACHE_STAT_ENUM(n) n,
@@ -42,6 +46,14 @@ inline constexpr std::array<const char *, k_stat_count> k_stat_names = {
 	DCACHE_STATS(DCACHE_STAT_NAME)
 #undef DCACHE_STAT_NAME
 };
+
+// Gauges go up and down (add/sub) and describe the present, so a stats
+// reset leaves them alone: zeroing one would make it wrong, and the next
+// sub() would wrap it.
+[[nodiscard]] constexpr bool is_gauge(stat s) noexcept
+{
+	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current;
+}
 
 // Service times of one kind of request.  min/max are kept with CAS loops;
 // a reader may see a count and total from slightly different moments.
@@ -95,6 +107,11 @@ public:
 	{
 		_values[static_cast<std::size_t>(s)].fetch_add(n, std::memory_order_relaxed);
 	}
+	// Gauges only (see is_gauge).
+	void sub(stat s, std::uint64_t n = 1) noexcept
+	{
+		_values[static_cast<std::size_t>(s)].fetch_sub(n, std::memory_order_relaxed);
+	}
 	[[nodiscard]] std::uint64_t get(stat s) const noexcept { return get(static_cast<std::size_t>(s)); }
 	[[nodiscard]] std::uint64_t get(std::size_t i) const noexcept
 	{
@@ -102,8 +119,9 @@ public:
 	}
 	void reset() noexcept
 	{
-		for (auto &v : _values)
-			v.store(0, std::memory_order_relaxed);
+		for (std::size_t i = 0; i < k_stat_count; ++i)
+			if (!is_gauge(static_cast<stat>(i)))
+				_values[i].store(0, std::memory_order_relaxed);
 		for (auto &l : _latency)
 			l.reset();
 	}

@@ -175,7 +175,12 @@ TEST_F(engine, dontcache_write_sets_rwf_dontcache)
 
 TEST_F(engine, direct_split_issues_head_middle_tail)
 {
-	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
+	// Without boundary tracking (on by default, see boundary_tracker_test),
+	// both edges go out DONTCACHE.
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.boundary_tracking = false;
+	make(s);
 	payload p(20000, 0);
 	const auto r = write(1000, p);
 	ASSERT_EQ(r.error, 0);

@@ -42,6 +42,12 @@ enum dcache_mem_misaligned {
 	DCACHE_MEM_MISALIGNED_BUFFERED = 1, /* the kernel's choice: no split */
 };
 
+#ifdef __cplusplus
+#define DCACHE_UNSET = nullptr
+#else
+#define DCACHE_UNSET
+#endif
+
 /* Settings exactly as written in the EXPORT { FSAL { ... } } block.  A NULL
  * string means "not set": the default applies. */
 struct dcache_settings_text {
@@ -50,6 +56,12 @@ struct dcache_settings_text {
 	const char *direct_misaligned_num_pages;
 	const char *direct_misaligned_dontcache;
 	const char *direct_misaligned_memory;
+	/* Shared boundary pages of direct-mode WRITEs (see boundary_tracker.h).
+	 * Later fields default to "not set" in C++ too, so code that lists
+	 * only the earlier ones stays warning-free. */
+	const char *boundary_tracking DCACHE_UNSET;   /* bool, default true */
+	const char *boundary_max_pages DCACHE_UNSET;  /* 1 .. 1048576, default 4096 */
+	const char *boundary_max_age_ms DCACHE_UNSET; /* 1 .. 3600000, default 5000 */
 };
 
 /* Validated settings. */
@@ -59,6 +71,13 @@ struct dcache_settings {
 	uint32_t direct_misaligned_num_pages;
 	bool direct_misaligned_dontcache;
 	enum dcache_mem_misaligned direct_misaligned_memory;
+	/* Direct modes: keep the page two misaligned WRITEs share cached until
+	 * both have written it (the first writer's edge goes out without
+	 * RWF_DONTCACHE), then write it back and drop it.  false: edges go
+	 * out as Direct_Misaligned_Dontcache says, as before. */
+	bool boundary_tracking;
+	uint32_t boundary_max_pages;  /* pages held per export, at most */
+	uint32_t boundary_max_age_ms; /* a held page older than this is released */
 };
 
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */
@@ -88,6 +107,8 @@ struct dcache_export *dcache_export_new(const struct dcache_settings *settings,
 void dcache_export_update(struct dcache_export *exp,
 			  const struct dcache_settings *settings);
 struct dcache_settings dcache_export_settings(const struct dcache_export *exp);
+/* The adapter's unexport: releases every held boundary page of the
+ * export, then drops the adapter's reference. */
 void dcache_export_free(struct dcache_export *exp);
 
 /* ---- per file object --------------------------------------------------- */
@@ -97,7 +118,9 @@ struct dcache_file;
 /* One per file object of the export; holds the lazily opened O_DIRECT
  * descriptor and the file's probed capabilities. */
 struct dcache_file *dcache_file_new(struct dcache_export *exp);
-/* Closes the O_DIRECT descriptor (reopened on next use). Thread-safe. */
+/* Writes back and drops the file's held boundary pages (through the
+ * O_DIRECT descriptor), then closes that descriptor (reopened on next use).
+ * Thread-safe. */
 void dcache_file_close(struct dcache_file *file);
 void dcache_file_free(struct dcache_file *file);
 
@@ -129,7 +152,8 @@ struct dcache_io_result dcache_write(struct dcache_export *exp,
 				     const struct dcache_io *io);
 /* Called after the sub-FSAL's COMMIT succeeded on [offset, offset+len)
  * (len 0: to end of file), which took sync_ns; counts it and does the
- * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode.
+ * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode, and
+ * writes back and drops the file's held boundary pages in the range.
  * Returns 0 or an errno value. */
 int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file,
 			int fd, uint64_t offset, uint64_t len,

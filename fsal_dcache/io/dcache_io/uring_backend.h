@@ -1,0 +1,162 @@
+// io_uring backend (liburing): one ring per backend, submissions from any
+// thread, completions reaped and delivered on the backend's own thread.
+//
+// Ownership (read this before calling submit()):
+//  - submit() copies the request and its iovec ARRAY; the caller's array may
+//    be reused as soon as submit() returns.
+//  - The BUFFERS the iovecs point at belong to the caller but are lent to
+//    the kernel from submit() until completion::complete() has returned:
+//    do not free, reuse or (for writes) modify them before that.  On
+//    destruction of the backend every request still in flight is completed
+//    (or cancelled: ECANCELED, or a short count) before the destructor
+//    returns, so buffers are never referenced after that point.
+//  - The completion object must stay alive until its complete() is called.
+//    complete() runs exactly once per submit(), on the reaper thread, never
+//    inline inside submit() (except for requests rejected before reaching
+//    the kernel, e.g. after shutdown began: those complete inline with
+//    ECANCELED/EINVAL).  complete() must not block for long: it delays every
+//    other completion of this ring.
+//  - The backend must not be destroyed from a completion callback (the
+//    destructor joins the reaper thread that runs the callbacks).
+//  - The fd must stay open until completion (the kernel holds its own
+//    reference on the file while the request runs, but the number could be
+//    reused for another file by the time a short transfer is resubmitted).
+//
+// Semantics, matching sync_backend:
+//  - errors are positive errno values (io_uring reports -errno in cqe->res);
+//  - short reads/writes are resubmitted for the remainder; a read stops at
+//    EOF (0 bytes).  That is regular-file semantics: on a pipe or socket a
+//    read waits until the whole buffer is filled; an error after some progress reports the progress (as
+//    preadv/pwritev do), so the caller sees a short transfer, not the error;
+//  - request::rwf (RWF_DONTCACHE, RWF_NOWAIT, ...) goes to sqe->rw_flags;
+//  - fsync/fdatasync use IORING_OP_FSYNC (IORING_FSYNC_DATASYNC); range ops
+//    use IORING_OP_SYNC_FILE_RANGE and IORING_OP_FADVISE(DONTNEED); ranges
+//    longer than 4 GiB (the sqe's 32-bit len) are issued in chunks.
+//
+// Ordering: io_uring runs requests concurrently and does NOT order an fsync
+// after writes submitted earlier.  This backend does not link requests
+// (IOSQE_IO_LINK cannot cover a write's resubmitted remainder anyway).
+// The rule is: submit the sync only after the completions of the writes it
+// must cover have been delivered.  execute() (submit + wait) obeys it
+// naturally; an asynchronous caller chains the sync from the last write's
+// completion.
+//
+// Thread-safety: all members may be called concurrently from any number of
+// threads.  SQ access is serialised by one mutex: io_uring's SQ ring is a
+// single-producer structure (liburing's get_sqe/submit are not thread-safe),
+// a submission is a few hundred nanoseconds under the lock, and the
+// alternatives (a ring per thread, or a submission queue thread) cost a
+// ring's memory per Ganesha worker or an extra hand-off per request.
+// Only the reaper thread touches the CQ.
+//
+// Back-pressure: at most depth() requests are in flight; submit() blocks
+// while the ring is full (except on the reaper thread itself, where
+// blocking would deadlock: a completion callback may submit the next
+// segment; the kernel's CQ overflow list (IORING_FEAT_NODROP) absorbs that
+// excess).
+//
+// Kernel note: io_uring may finish a request with task work that runs in
+// the context of the SUBMITTING thread, and a thread that exits cancels the
+// requests it submitted.  Ganesha's worker threads are long-lived, so this
+// only matters to tests: keep submitting threads alive until completion.
+#pragma once
+
+#include "dcache_io/backend.h"
+#include "dcache_io/sync_backend.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+struct io_uring; // liburing's ring; kept out of this header
+
+namespace dcache::io {
+
+class uring_backend final : public backend {
+public:
+	// Upper bound on the queue depth: more buys nothing for one Ganesha
+	// export and costs locked memory.
+	static constexpr unsigned k_max_depth = 4096;
+
+	~uring_backend() override;
+	uring_backend(const uring_backend &) = delete;
+	uring_backend &operator=(const uring_backend &) = delete;
+
+	[[nodiscard]] const char *name() const noexcept override { return "io_uring"; }
+	// submit() + wait.  Called on the reaper thread (from a completion
+	// callback), it runs the request synchronously instead of deadlocking.
+	[[nodiscard]] result execute(const request &req) noexcept override;
+	void submit(const request &req, completion &c) noexcept override;
+
+	// Probes and the O_DIRECT reopen are plain syscalls: delegated.
+	[[nodiscard]] dio_caps probe_dio(int fd) noexcept override { return _sync.probe_dio(fd); }
+	[[nodiscard]] open_result open_direct(int fd) noexcept override { return _sync.open_direct(fd); }
+	void close_fd(int fd) noexcept override { _sync.close_fd(fd); }
+
+	// ---- inspection (tests, stats) ----
+	[[nodiscard]] unsigned depth() const noexcept { return _depth; }
+	[[nodiscard]] std::size_t in_flight() const noexcept;
+	[[nodiscard]] std::size_t max_in_flight() const noexcept;
+	// Times a short transfer was resubmitted for its remainder.
+	[[nodiscard]] std::uint64_t resubmits() const noexcept
+	{
+		return _resubmits.load(std::memory_order_relaxed);
+	}
+
+private:
+	struct op;
+	friend struct uring_open_result make_uring_backend(unsigned depth) noexcept;
+
+	uring_backend() = default;
+	// Fills an SQE for the op's current state and submits it.  Caller
+	// holds _mutex.  Returns 0 or an errno value (the op was not queued).
+	[[nodiscard]] int queue_locked(op &o) noexcept;
+	// Handles one CQE; returns the op if it is finished (to be completed
+	// outside the lock), nullptr if it was resubmitted.
+	[[nodiscard]] op *on_cqe_locked(op &o, int res) noexcept;
+	void reaper_loop() noexcept;
+	void wake_and_cancel_locked() noexcept;
+
+	sync_backend _sync;
+	std::unique_ptr<io_uring> _ring;
+	unsigned _depth = 0;
+
+	mutable std::mutex _mutex;       // guards the SQ and everything below
+	std::condition_variable _space;  // signalled when _in_flight drops
+	std::size_t _in_flight = 0;      // caller requests submitted, not completed
+	std::size_t _max_in_flight = 0;
+	std::size_t _internal = 0;       // our own NOP/cancel SQEs not yet reaped
+	bool _stopping = false;
+
+	std::atomic<std::uint64_t> _resubmits{0};
+	std::thread::id _reaper_id;
+	std::thread _reaper;
+};
+
+struct [[nodiscard]] uring_open_result {
+	int error = 0;                           // 0, or why the caller must fall back
+	std::string why;                         // one line for the log when error != 0
+	std::unique_ptr<uring_backend> backend;  // set iff error == 0
+};
+
+// Creates a ring of `depth` entries (rounded up to a power of two by the
+// kernel) and starts its reaper thread.  Fails with
+//   EINVAL   depth is 0 or above k_max_depth;
+//   EPERM    kernel.io_uring_disabled forbids it, or seccomp/LSM refused;
+//   ENOSYS   the kernel has no io_uring;
+//   EOPNOTSUPP an opcode the backend needs is missing (old kernel);
+//   ENOMEM/EAGAIN/EMFILE  resources (RLIMIT_MEMLOCK on old kernels, threads);
+// with `why` naming the cause, so the caller logs one line and falls back
+// to sync_backend.  Thread-safe.
+uring_open_result make_uring_backend(unsigned depth) noexcept;
+
+// /proc/sys/kernel/io_uring_disabled: 0 allowed, 1 only for CAP_SYS_ADMIN or
+// the io_uring_group, 2 disabled; -1 if the file is absent (kernel < 6.6).
+[[nodiscard]] int io_uring_disabled_sysctl() noexcept;
+
+} // namespace dcache::io
