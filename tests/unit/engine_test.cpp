@@ -600,15 +600,25 @@ TEST_F(engine, fadvise_mode_drops_after_read_and_stable_write_and_commit)
 	EXPECT_TRUE(r.eof);
 	d = calls_of(op_kind::fadvise_dontneed);
 	ASSERT_EQ(d.size(), 2u);
-	EXPECT_EQ(d[1].offset, 6000u);
-	EXPECT_EQ(d[1].length, 2100u) << "drop what was read";
+	EXPECT_EQ(d[1].offset, 0u) << "back to the 2 MiB boundary: large folios straddle READs";
+	EXPECT_EQ(d[1].length, 0u) << "the READ reached end of file: drop to the end";
+
+	// Not at end of file: up to what was read, from the 2 MiB boundary.
+	const std::uint64_t mib2 = 2u << 20;
+	payload big(4096, 1);
+	ASSERT_EQ(write(3 * mib2, big).bytes, 4096u);
+	ASSERT_EQ(read(3 * mib2 - 1000, buf.data(), 3000).bytes, 3000u);
+	d = calls_of(op_kind::fadvise_dontneed);
+	ASSERT_EQ(d.size(), 3u);
+	EXPECT_EQ(d[2].offset, 2 * mib2);
+	EXPECT_EQ(d[2].length, mib2 - 1000 + 3000);
 
 	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1000), 0);
 	d = calls_of(op_kind::fadvise_dontneed);
-	ASSERT_EQ(d.size(), 3u);
-	EXPECT_EQ(d[2].length, 0u) << "len 0 = to end of file";
+	ASSERT_EQ(d.size(), 4u);
+	EXPECT_EQ(d[3].length, 0u) << "len 0 = to end of file";
 	EXPECT_EQ(stat_of(exp, "commits"), 1u);
-	EXPECT_EQ(stat_of(exp, "fadvise_calls"), 3u);
+	EXPECT_EQ(stat_of(exp, "fadvise_calls"), 4u);
 }
 
 TEST_F(engine, fadvise_errors_do_not_fail_reads_but_commit_reports_them)
