@@ -24,6 +24,7 @@
 #   DCACHE_PLUGIN          path to libfsaldcache.so (required unless FSAL=NULL)
 #   DCACHE_E2E_FSAL=NULL   stack Ganesha's NULL FSAL instead of DCACHE
 #   DCACHE_E2E_IMAGE_SIZE  size of the XFS image (default 2G)
+#   DCACHE_E2E_IMAGE       an XFS image to use (made if missing) and keep
 #   DCACHE_E2E_KEEP=1      keep the state dir (and its log) afterwards
 #   DCACHE_E2E_ARTIFACTS   directory to copy ganesha.log into on failure
 #   DCACHE_E2E_TIMEOUT     seconds to wait for the server to serve (default 30)
@@ -184,9 +185,15 @@ chmod 755 "$state"
 mnt=$state/mnt
 netns="dcache-e2e-$$-${state##*.}"
 mkdir -p "$mnt" "$state/plugins" "$state/recov" "$state/dbus"
-truncate -s "$image_size" "$state/xfs.img"
-mkfs.xfs -q "$state/xfs.img"
-loopdev=$(losetup --direct-io=on -f --show "$state/xfs.img")
+# DCACHE_E2E_IMAGE keeps the filesystem across runs (the crash test writes,
+# shuts XFS down, then a second run recovers and verifies): used as it is
+# when it exists, made when it does not, never deleted.
+image=${DCACHE_E2E_IMAGE:-$state/xfs.img}
+if [ ! -e "$image" ]; then
+  truncate -s "$image_size" "$image"
+  mkfs.xfs -q "$image"
+fi
+loopdev=$(losetup --direct-io=on -f --show "$image")
 mount "$loopdev" "$mnt"
 mounted=1
 mkdir -p "$mnt/vfs" "$mnt/dcache"
