@@ -25,7 +25,7 @@ packages=(
   liburing-dev xfslibs-dev systemtap-sdt-dev libboost-dev
   # tests, benchmark and demo
   libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2
-  util-linux procps gnuplot-nox shellcheck
+  util-linux procps gnuplot-nox shellcheck python3
 )
 
 missing=()

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# bench_smoke: tools/bench-report.sh --quick with tiny sizes through the
+# real harness; asserts the JSON has every variant of every workload (or a
+# printed reason for a skipped workload) and that pattern verification read
+# data and found no errors.
+#   bench_smoke.sh BUILD_DIR
+set -euo pipefail
+build=$(realpath "$1")
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+out=$(mktemp -d "${TMPDIR:-/tmp}/bench-smoke.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+rc=0
+DCACHE_BUILD_DIR=$build "$top/tools/bench-report.sh" --quick --size 32M --runtime 1 --out "$out/r" || rc=$?
+python3 - "$out/r/results.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+variants = r["variants"]
+want = ["vfs", "buffered", "dontcache", "fadvise", "direct", "direct_mem_buffered",
+        "direct_data_sync", "direct_file_sync"]
+assert variants == want, f"variants {variants} != {want}"
+bad = []
+for w in ["mix", "randread", "randwrite", "reread", "interleave", "mempressure"]:
+    if w in r["skipped"]:
+        print(f"bench_smoke: {w} skipped: {r['skipped'][w]}")
+        continue
+    for v in variants:
+        row = next((x for x in r["rows"] if x["workload"] == w and x["variant"] == v), None)
+        if row is None:
+            bad.append(f"{w}/{v}: missing")
+            continue
+        if row["verify_errors"] or row["errors"]:
+            bad.append(f"{w}/{v}: {row['verify_errors']} verify errors, {row['errors']} errors")
+        if row["verify_bytes"] <= 0:
+            bad.append(f"{w}/{v}: nothing verified")
+        if not row["mib_s"] or row["mib_s"] <= 0:
+            bad.append(f"{w}/{v}: no throughput")
+for f in r["failures"]:
+    bad.append(f)
+if bad:
+    print("bench_smoke: FAILED\n  " + "\n  ".join(bad))
+    sys.exit(1)
+print(f"bench_smoke: {len(r['rows'])} rows, all verified")
+PY
+[ -s "$out/r/chart.png" ] || { echo "bench_smoke: no chart.png"; exit 1; }
+exit "$rc"

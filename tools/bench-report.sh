@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# One-command side-by-side benchmark of the DCACHE cache modes against
+# plain VFS, on one private ganesha.nfsd (tests/e2e/with_server.sh) over a
+# scratch XFS on a loop device.
+#
+#   tools/bench-report.sh [--quick] [--out DIR] [--size BYTES] [--runtime SEC]
+#                         [--repeats N] [--variants a,b,...] [--workloads a,b,...]
+#                         [--memcg-limit BYTES]
+#
+# Workloads (each repeated, medians reported):
+#   mix        the seeds' job: 60/40 read/write, 1 MiB, 16 jobs, iodepth 16,
+#              SIZE in total per variant (default 1G), pattern-verified
+#   randread   4 KiB random reads, 4 jobs x iodepth 16, RUNTIME seconds
+#   randwrite  4 KiB random writes, same shape
+#   reread     read 1/4 of the data twice; the second (measured) pass is
+#              what a cached re-read costs
+#   interleave 32 writers (DCACHE_BENCH_INTERLEAVE_WRITERS) writing 47008-byte records into one file so that
+#              every boundary page is shared by two WRITEs (either order),
+#              read back and verified; device reads show RMW of edges
+#   mempressure the mix job with ganesha.nfsd in a cgroup v1 memory group
+#              limited to max(SIZE/4, 384 MiB) (skipped with a reason when
+#              /sys/fs/cgroup/memory is absent)
+# Between runs the test files' page cache is written back and dropped with
+# POSIX_FADV_DONTNEED (never a global drop_caches).
+#
+# Output in DIR (default build/bench-report-<date>): runs/*.json (one per
+# run), results.json, table.md, chart.png. Needs root (loop device,
+# namespaces) and builds with ci/build.sh if the tool or plugin is missing.
+set -euo pipefail
+
+prog=${0##*/}
+top=$(cd "$(dirname "$0")/.." && pwd)
+die() { echo "$prog: $*" >&2; exit 2; }
+
+all_variants=(vfs buffered dontcache fadvise direct direct_untracked direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
+all_workloads=(mix randread randwrite reread interleave mempressure)
+
+orig_args=("$@")
+quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" inner=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1; shift ;;
+    --out) out=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --runtime) runtime=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --variants) variants=$2; shift 2 ;;
+    --workloads) workloads=$2; shift 2 ;;
+    --memcg-limit) memcg_limit=$2; shift 2 ;;
+    --inner) inner=1; shift ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+if [ "$quick" = 1 ]; then
+  : "${size:=256M}" "${runtime:=2}" "${repeats:=1}"
+else
+  : "${size:=1G}" "${runtime:=5}" "${repeats:=3}"
+fi
+[ -n "$variants" ] || variants=$(IFS=,; echo "${all_variants[*]}")
+[ -n "$workloads" ] || workloads=$(IFS=,; echo "${all_workloads[*]}")
+to_bytes() { numfmt --from=iec "${1%B}"; }
+size_b=$(to_bytes "$size") || die "--size $size: not a size"
+[[ $repeats =~ ^[1-9][0-9]*$ ]] || die "--repeats $repeats: must be a positive integer"
+[[ $runtime =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--runtime $runtime: must be seconds"
+IFS=, read -r -a vlist <<<"$variants"
+IFS=, read -r -a wlist <<<"$workloads"
+for v in "${vlist[@]}"; do [[ " ${all_variants[*]} " == *" $v "* ]] || die "unknown variant '$v' (known: ${all_variants[*]})"; done
+for w in "${wlist[@]}"; do [[ " ${all_workloads[*]} " == *" $w "* ]] || die "unknown workload '$w' (known: ${all_workloads[*]})"; done
+
+build=${DCACHE_BUILD_DIR:-$top/build}
+bench=$build/tools/dcache-bench
+plugin=$build/fsal_dcache/adapter/libfsaldcache.so
+
+# ------------------------------------------------------------ outer part --
+if [ "$inner" = 0 ]; then
+  [ "$(id -u)" = 0 ] || die "must run as root (loop devices, mounts, namespaces)"
+  if [ ! -x "$bench" ] || [ ! -f "$plugin" ]; then
+    echo "$prog: building into $build (ci/build.sh)" >&2
+    DCACHE_BUILD_DIR=$build "$top/ci/build.sh" >&2
+  fi
+  command -v python3 >/dev/null || die "python3 is needed for the report"
+  [ -n "$out" ] || out=$build/bench-report-$(date +%Y%m%d-%H%M%S)
+  mkdir -p "$out/runs"
+  out=$(realpath "$out")
+  # exports: one per variant, Export_Id 20.. (the harness's own are 1 and 2)
+  exports=$out/exports.conf
+  : >"$exports"
+  id=20
+  for v in "${vlist[@]}"; do
+    case $v in
+      vfs) fsal='FSAL { Name = VFS; }' ;;
+      buffered|dontcache|fadvise) fsal="FSAL { Name = DCACHE; IO_Cache_Read = $v; IO_Cache_Write = $v; FSAL { Name = VFS; } }" ;;
+      direct) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Memory = bounce; FSAL { Name = VFS; } }' ;;
+      direct_mem_buffered) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Memory = buffered; FSAL { Name = VFS; } }' ;;
+      # the boundary-page comparison: tracker off (DONTCACHE edges), and
+      # plain cached edges (Direct_Misaligned_Dontcache = false)
+      direct_untracked) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Boundary_Tracking = false; FSAL { Name = VFS; } }' ;;
+      direct_cached_edges) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Dontcache = false; FSAL { Name = VFS; } }' ;;
+      direct_data_sync|direct_file_sync) fsal="FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = $v; FSAL { Name = VFS; } }" ;;
+    esac
+    cat >>"$exports" <<EOT
+EXPORT {
+  Export_Id = $id; Path = "@MNT@/$v"; Pseudo = /$v;
+  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4;
+  Transports = TCP; SecType = sys;
+  $fsal
+}
+EOT
+    echo "$v $id" >>"$out/variants.txt"
+    id=$((id + 1))
+  done
+  # room for every variant's data, the interleave files of every repeat, slack
+  image=$(( (size_b * 3 / 2 + size_b / 8 * repeats) * ${#vlist[@]} + (1 << 30) ))
+  {
+    echo "command: $0 ${orig_args[*]}"
+    echo "date: $(date -Is)"
+    echo "nproc: $(nproc)"
+    echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+    echo "kernel: $(uname -r)"
+    echo "disk: $(lsblk -ndo NAME,SIZE,ROTA,MODEL "$(findmnt -no SOURCE --target "${TMPDIR:-/tmp}" | sed 's/[0-9]*$//')" 2>/dev/null | tr -s ' ' || echo unknown) (image on ${TMPDIR:-/tmp}, loop --direct-io=on, XFS)"
+    echo "size: $size ($size_b bytes per variant), runtime: ${runtime}s, repeats: $repeats"
+  } >"$out/machine.txt"
+  export DCACHE_PLUGIN=$plugin DCACHE_E2E_IMAGE_SIZE=$image DCACHE_E2E_LOG_LEVEL=${DCACHE_E2E_LOG_LEVEL:-EVENT}
+  start=$SECONDS
+  rc=0
+  "$top/tests/e2e/with_server.sh" --exports "$exports" -- \
+    "$0" --inner --out "$out" --size "$size" --runtime "$runtime" --repeats "$repeats" \
+         --variants "$variants" --workloads "$workloads" ${memcg_limit:+--memcg-limit "$memcg_limit"} || rc=$?
+  echo "elapsed: $((SECONDS - start)) s" >>"$out/machine.txt"
+  python3 "$top/tools/bench_report.py" "$out" || rc=${rc:-1}
+  echo "$prog: results in $out (table.md, results.json, chart.png)" >&2
+  exit "$rc"
+fi
+
+# ------------------------------------------------------------ inner part --
+# Runs inside the harness: DCACHE_MNT, DCACHE_PID, DBUS_SYSTEM_BUS_ADDRESS set.
+: "${DCACHE_MNT:?run through tools/bench-report.sh, not --inner directly}"
+
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+fsal_stats() {  # $1 = file; the plugin's counters, all exports
+  dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
+    org.ganesha.nfsd.exportstats.GetFSALStats string:DCACHE >"$1" 2>&1 || true
+}
+# Counters are reset before each run, so the reply after it holds one
+# export's counters only. (The adapter puts every entry of every export in
+# one DBus STRUCT, whose signature is limited to 255 characters: with about
+# five busy DCACHE exports GetFSALStats crashes ganesha.nfsd. Resetting
+# keeps the reply small until the adapter sends an array instead.)
+fsal_stats_reset() {
+  dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
+    org.ganesha.nfsd.exportstats.ResetStats >"$1" 2>&1 || true
+}
+
+per_job=$((size_b / 16))
+per_job=$((per_job / 1048576 * 1048576))
+[ "$per_job" -ge 1048576 ] || per_job=1048576
+ileave_size=$((size_b / 8))
+reread_jobs=4
+
+# `ip netns exec` mounted a fresh sysfs in our namespace, without the cgroup
+# hierarchies: mount the (same, host-wide) v1 memory hierarchy privately.
+memroot=""
+memcg=""
+cleanup_memcg() {
+  if [ -n "$memcg" ]; then
+    # move the server back to the root group before removing ours
+    echo "$DCACHE_PID" >"$memroot/cgroup.procs" 2>/dev/null || true
+    rmdir "$memcg" 2>/dev/null || true
+    memcg=""
+  fi
+}
+cleanup_all() {
+  cleanup_memcg
+  if [ -n "$memroot" ]; then umount "$memroot" 2>/dev/null; rmdir "$memroot" 2>/dev/null; fi
+  return 0
+}
+trap cleanup_all EXIT
+# a killed run (ctest timeout, with_server.sh teardown) must still remove its group
+trap 'exit 143' TERM
+trap 'exit 130' INT
+memroot=$(mktemp -d "${TMPDIR:-/tmp}/dcache-bench-memcg.XXXXXX")
+if ! mount -t cgroup -o memory dcache-bench-memcg "$memroot" 2>"$out/runs/memcg.mount.err"; then
+  rmdir "$memroot"; memroot=""
+fi
+
+run() {  # workload variant repeat [extra dcache-bench args...]
+  local w=$1 v=$2 r=$3; shift 3
+  local dir=$DCACHE_MNT/$v base=$out/runs/$w.$v.$r
+  fsal_stats_reset "$base.stats0"
+  local rc=0
+  # bounded: a stalled server must fail this run, not hang the report
+  timeout --kill-after=10 "$run_timeout" "$bench" url="nfs://$DCACHE_SERVER/$v" --label "$w/$v/$r" --sample-dir "$dir" \
+    --server-pid "$DCACHE_PID" --json "$base.json" --no-progress "$@" 2>"$base.err" || rc=$?
+  fsal_stats "$base.stats1"
+  if [ "$rc" != 0 ]; then
+    log "FAILED: $w $v repeat $r (status $rc): $(tail -n 2 "$base.err" | tr '\n' ' ')"
+    echo "$rc" >"$base.failed"
+  fi
+  return 0
+}
+
+run_timeout=$(awk -v r="$runtime" -v s="$size_b" 'BEGIN { printf "%d", 60 + 4 * r + s / 1048576 / 4 }')
+ileave_writers=${DCACHE_BENCH_INTERLEAVE_WRITERS:-32}
+mix_args=(rw=rw rwmixread=60 bs=1M numjobs=16 iodepth=16 size="$per_job" filename=mix verify=1)
+for ((r = 1; r <= repeats; r++)); do
+  for w in "${wlist[@]}"; do
+    for v in "${vlist[@]}"; do
+      d=$DCACHE_MNT/$v
+      case $w in
+        mix) run "$w" "$v" "$r" "${mix_args[@]}" --drop-cache "$d" ;;
+        randread) run "$w" "$v" "$r" rw=randread bs=4k numjobs=4 iodepth=16 size="$per_job" filename=mix \
+                    time_based=1 runtime="$runtime" verify=1 --drop-cache "$d" ;;
+        randwrite) run "$w" "$v" "$r" rw=randwrite bs=4k numjobs=4 iodepth=16 size="$per_job" filename=mix \
+                    time_based=1 runtime="$runtime" verify=1 --drop-cache "$d" ;;
+        reread)
+          # first pass fills whatever the mode leaves cached; the second is measured
+          "$bench" url="nfs://$DCACHE_SERVER/$v" rw=read bs=1M numjobs=$reread_jobs iodepth=8 size="$per_job" \
+            filename=mix --drop-cache "$d" --json /dev/null --no-progress 2>/dev/null || true
+          run "$w" "$v" "$r" rw=read bs=1M numjobs=$reread_jobs iodepth=8 size="$per_job" filename=mix verify=1 ;;
+        interleave) run "$w" "$v" "$r" rw=interleave numjobs="$ileave_writers" iodepth=2 record=47008 size="$ileave_size" \
+                    filename="ileave$r" verify=1 --drop-cache "$d" ;;
+        mempressure)
+          if [ -z "$memroot" ] || [ ! -w "$memroot/cgroup.procs" ]; then
+            [ "$v" != "${vlist[0]}" ] || log "mempressure skipped: no writable cgroup v1 memory controller at /sys/fs/cgroup/memory"
+            echo "no cgroup v1 memory controller (mount -t cgroup -o memory: $(cat "$out/runs/memcg.mount.err" 2>/dev/null))" >"$out/runs/mempressure.skipped"
+            continue
+          fi
+          # cgroup v1 does not move the server's existing memory into the
+          # group (no move_charge_at_immigrate): the limit is what the run's
+          # new page cache and allocations may take: a quarter of the data,
+          # but never below 384 MiB, because 16 jobs x iodepth 16 x 1 MiB
+          # is 256 MiB of request buffers in the server alone (a smaller
+          # limit stalls ganesha.nfsd instead of measuring reclaim)
+          limit=${memcg_limit:-$((size_b / 4 > 402653184 ? size_b / 4 : 402653184))}
+          limit=$(to_bytes "$limit")
+          memcg=$memroot/dcache-bench-$$
+          mkdir -p "$memcg"
+          { echo "$limit" >"$memcg/memory.limit_in_bytes" && echo "$DCACHE_PID" >"$memcg/cgroup.procs"; } ||
+            { log "mempressure: could not set up $memcg"; cleanup_memcg; continue; }
+          echo "$limit" >"$out/runs/$w.$v.$r.memcg_limit"
+          run "$w" "$v" "$r" "${mix_args[@]}" --drop-cache "$d"
+          cat "$memcg/memory.failcnt" >"$out/runs/$w.$v.$r.memcg_failcnt" 2>/dev/null || true
+          cleanup_memcg ;;
+      esac
+      log "$w $v repeat $r done"
+    done
+  done
+done

@@ -1,0 +1,222 @@
+#include "sampler.hpp"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace dcache::bench {
+namespace {
+
+// bookworm's headers have neither the syscall number nor the structs
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+struct cachestat_range_k { std::uint64_t off, len; };
+struct cachestat_k { std::uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; };
+
+const std::uint64_t page_size = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+
+template <typename F>
+void for_each_file(const std::string& dir, F&& f) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_regular_file(ec2)) f(it->path().string());
+  }
+}
+
+}  // namespace
+
+std::optional<cache_numbers> file_cachestat(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  cachestat_range_k range{0, 0};  // len 0: to the end of the file
+  cachestat_k cs{};
+  const long rc = ::syscall(__NR_cachestat, fd, &range, &cs, 0);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    errno = err;
+    return std::nullopt;
+  }
+  return cache_numbers{cs.nr_cache * page_size, cs.nr_dirty * page_size, cs.nr_writeback * page_size,
+                       cs.nr_evicted * page_size, cs.nr_recently_evicted * page_size};
+}
+
+std::optional<cache_numbers> dir_cachestat(const std::string& dir) {
+  cache_numbers sum;
+  bool failed = false;
+  for_each_file(dir, [&](const std::string& p) {
+    const auto c = file_cachestat(p);
+    if (!c) {
+      // a file removed between listing and open is not a failure
+      if (errno != ENOENT) failed = true;
+      return;
+    }
+    sum.cache += c->cache; sum.dirty += c->dirty; sum.writeback += c->writeback;
+    sum.evicted += c->evicted; sum.recently_evicted += c->recently_evicted;
+  });
+  if (failed) return std::nullopt;
+  return sum;
+}
+
+int drop_dir_cache(const std::string& dir) {
+  int first_error = 0;
+  for_each_file(dir, [&](const std::string& p) {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { if (!first_error && errno != ENOENT) first_error = errno; return; }
+    // dirty pages are not dropped by DONTNEED: write them back first
+    if (::fdatasync(fd) != 0 && !first_error) first_error = errno;
+    const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // returns the error
+    if (rc != 0 && !first_error) first_error = rc;
+    ::close(fd);
+  });
+  return first_error;
+}
+
+std::optional<std::string> block_device_of(const std::string& path_in) {
+  std::error_code ec;
+  const std::string path = std::filesystem::weakly_canonical(path_in, ec).string();
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, best_mp, best_src;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string id, parent, majmin, root, mp;
+    ls >> id >> parent >> majmin >> root >> mp;
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    std::string fstype, src;
+    rest >> fstype >> src;
+    const bool prefix = path == mp || (path.rfind(mp, 0) == 0 && (mp == "/" || path[mp.size()] == '/'));
+    if (prefix && mp.size() >= best_mp.size()) { best_mp = mp; best_src = src; }
+  }
+  if (best_src.rfind("/dev/", 0) != 0) return std::nullopt;
+  return best_src.substr(5);
+}
+
+std::map<std::string, std::uint64_t> read_meminfo() {
+  std::map<std::string, std::uint64_t> out;
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  std::uint64_t v = 0;
+  while (in >> key >> v) {
+    std::getline(in, unit);
+    if (!key.empty() && key.back() == ':') key.pop_back();
+    out[key] = unit.find("kB") != std::string::npos ? v * 1024 : v;
+  }
+  return out;
+}
+
+std::map<std::string, std::int64_t> read_vmstat_reclaim() {
+  std::map<std::string, std::int64_t> out;
+  std::ifstream in("/proc/vmstat");
+  std::string key;
+  std::int64_t v = 0;
+  while (in >> key >> v) {
+    if (key == "pgscan_kswapd" || key == "pgsteal_kswapd" || key == "pgscan_direct" ||
+        key == "pgsteal_direct" || key.rfind("allocstall_", 0) == 0 || key == "workingset_refault_file")
+      out[key] = v;
+  }
+  return out;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> read_proc_cpu_ticks(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string all;
+  if (!std::getline(in, all)) return std::nullopt;
+  // the command name may hold spaces and ')': fields resume after the last ')'
+  const auto close = all.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream ls(all.substr(close + 2));
+  std::string f;
+  std::uint64_t utime = 0, stime = 0;
+  for (int field = 3; ls >> f; ++field) {
+    if (field == 14) utime = std::stoull(f);
+    if (field == 15) { stime = std::stoull(f); return std::make_pair(utime, stime); }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::uint64_t> read_block_stat(const std::string& dev) {
+  std::ifstream in("/sys/block/" + dev + "/stat");
+  std::vector<std::uint64_t> v;
+  std::uint64_t x = 0;
+  while (in >> x) v.push_back(x);
+  return v;
+}
+
+void sampler::start() {
+  if (_cfg.block_device.empty()) {
+    if (auto d = block_device_of(_cfg.dir)) _cfg.block_device = *d;
+  }
+  _result.block_device = _cfg.block_device;
+  if (!_cfg.block_device.empty()) _dev_start = read_block_stat(_cfg.block_device);
+  if (_cfg.server_pid > 0) {
+    if (auto t = read_proc_cpu_ticks(_cfg.server_pid)) { _cpu_start_user = t->first; _cpu_start_sys = t->second; }
+  }
+  _vm_start = read_vmstat_reclaim();
+  _result.meminfo_cached_start = read_meminfo()["Cached"];
+  _running = true;
+  _thread = std::thread([this] { loop(); });
+}
+
+void sampler::loop() {
+  while (_running.load(std::memory_order_relaxed)) {
+    sample_once();
+    for (unsigned waited = 0; waited < _cfg.interval_ms && _running.load(std::memory_order_relaxed); waited += 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void sampler::sample_once() {
+  ++_result.samples;
+  if (!_cfg.dir.empty()) {
+    if (auto c = dir_cachestat(_cfg.dir)) {
+      _result.cachestat_ok = true;
+      auto& p = _result.peak;
+      p.cache = std::max(p.cache, c->cache); p.dirty = std::max(p.dirty, c->dirty);
+      p.writeback = std::max(p.writeback, c->writeback);
+      p.evicted = std::max(p.evicted, c->evicted); p.recently_evicted = std::max(p.recently_evicted, c->recently_evicted);
+      _result.final_ = *c;
+    }
+  }
+  auto mi = read_meminfo();
+  _result.meminfo_cached_peak = std::max(_result.meminfo_cached_peak, mi["Cached"]);
+  _result.meminfo_dirty_peak = std::max(_result.meminfo_dirty_peak, mi["Dirty"]);
+  _result.meminfo_writeback_peak = std::max(_result.meminfo_writeback_peak, mi["Writeback"]);
+}
+
+void sampler::stop() {
+  if (!_running.exchange(false)) return;
+  if (_thread.joinable()) _thread.join();
+  sample_once();  // the final residency
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  if (_cfg.server_pid > 0) {
+    if (auto t = read_proc_cpu_ticks(_cfg.server_pid)) {
+      _result.server_user_s = static_cast<double>(t->first - _cpu_start_user) / tick;
+      _result.server_sys_s = static_cast<double>(t->second - _cpu_start_sys) / tick;
+      _result.server_cpu_s = _result.server_user_s + _result.server_sys_s;
+    }
+  }
+  if (!_cfg.block_device.empty()) {
+    const auto end = read_block_stat(_cfg.block_device);
+    // fields: reads, reads merged, sectors read, ms, writes, merged, sectors written, ...
+    if (end.size() >= 7 && _dev_start.size() >= 7) {
+      _result.dev_reads = static_cast<std::int64_t>(end[0] - _dev_start[0]);
+      _result.dev_read_bytes = static_cast<std::int64_t>((end[2] - _dev_start[2]) * 512);
+      _result.dev_writes = static_cast<std::int64_t>(end[4] - _dev_start[4]);
+      _result.dev_write_bytes = static_cast<std::int64_t>((end[6] - _dev_start[6]) * 512);
+    }
+  }
+  for (const auto& [k, v] : read_vmstat_reclaim()) _result.vmstat_delta[k] = v - _vm_start[k];
+}
+
+}  // namespace dcache::bench

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Aggregates a bench-report.sh run directory: medians per (workload,
+variant), ratios to the VFS baseline, results.json, table.md, chart.png.
+
+usage: bench_report.py DIR
+"""
+import json
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+WORKLOADS = ["mix", "randread", "randwrite", "reread", "interleave", "mempressure"]
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+def fsal_counters(path, export_id):
+    """export_<id>.<counter> -> value from a dbus-send --print-reply dump."""
+    out = {}
+    if not path.exists():
+        return out
+    name = None
+    for line in path.read_text(errors="replace").splitlines():
+        m = re.match(r'\s*string "export_(\d+)\.(\w+)"', line)
+        if m:
+            name = m.group(2) if int(m.group(1)) == export_id else None
+            continue
+        m = re.match(r"\s*uint64 (\d+)", line)
+        if m and name:
+            out[name] = int(m.group(1))
+            name = None
+    return out
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def main():
+    d = Path(sys.argv[1])
+    ids = {}
+    for line in (d / "variants.txt").read_text().splitlines():
+        v, i = line.split()
+        ids[v] = int(i)
+    variants = list(ids)
+    runs = {}
+    failures = []
+    for f in sorted((d / "runs").glob("*.json")):
+        w, v, r = f.stem.split(".")
+        try:
+            j = json.loads(f.read_text())
+        except json.JSONDecodeError as e:
+            failures.append(f"{f.name}: unreadable JSON ({e})")
+            continue
+        base = f.with_suffix("")
+        c0 = fsal_counters(Path(str(base) + ".stats0"), ids[v])
+        c1 = fsal_counters(Path(str(base) + ".stats1"), ids[v])
+        j["plugin"] = {k: c1[k] - c0.get(k, 0) for k in c1}
+        lim = Path(str(base) + ".memcg_limit")
+        if lim.exists():
+            j["memcg_limit"] = int(lim.read_text())
+        if Path(str(base) + ".failed").exists():
+            failures.append(f"{w} {v} repeat {r}: dcache-bench failed: "
+                            + Path(str(base) + ".err").read_text()[-300:].strip())
+        runs.setdefault((w, v), []).append(j)
+
+    rows = []
+    for w in WORKLOADS:
+        base_mibs = med([j["total"]["mib_s"] for j in runs.get((w, "vfs"), [])])
+        for v in variants:
+            rs = runs.get((w, v))
+            if not rs:
+                continue
+            mibs = med([j["total"]["mib_s"] for j in rs])
+            srv = [j["server"] for j in rs]
+            cpu_per_gib = med([s["cpu_s"] / (j["total"]["bytes"] / GiB)
+                               for s, j in zip(srv, rs) if s["cpu_s"] >= 0 and j["total"]["bytes"]])
+            write_ops = med([j["write"]["ops"] for j in rs])
+            dev_reads = med([s["dev_reads"] for s in srv])
+            row = {
+                "workload": w, "variant": v, "repeats": len(rs),
+                "mib_s": mibs, "mib_s_all": [round(j["total"]["mib_s"], 1) for j in rs],
+                "iops": med([j["total"]["iops"] for j in rs]),
+                "ratio_to_vfs": (mibs / base_mibs) if base_mibs and mibs is not None else None,
+                "read_lat_p50_us": med([j["read"]["lat_p50_us"] for j in rs if j["read"]["ops"]]),
+                "read_lat_p99_us": med([j["read"]["lat_p99_us"] for j in rs if j["read"]["ops"]]),
+                "write_lat_p50_us": med([j["write"]["lat_p50_us"] for j in rs if j["write"]["ops"]]),
+                "write_lat_p99_us": med([j["write"]["lat_p99_us"] for j in rs if j["write"]["ops"]]),
+                "server_cpu_s_per_gib": cpu_per_gib,
+                "cache_peak_mib": med([s["cache_peak"] / MiB for s in srv]),
+                "cache_final_mib": med([s["cache_final"] / MiB for s in srv]),
+                "dirty_peak_mib": med([s["dirty_peak"] / MiB for s in srv]),
+                "meminfo_cached_peak_delta_mib": med([(s["meminfo_cached_peak"] - s["meminfo_cached_start"]) / MiB for s in srv]),
+                "dev_reads": dev_reads,
+                "dev_read_mib": med([s["dev_read_bytes"] / MiB for s in srv]),
+                "dev_write_mib": med([s["dev_write_bytes"] / MiB for s in srv]),
+                "dev_reads_per_write": (dev_reads / write_ops) if write_ops else None,
+                "reclaim_scanned": med([s["vmstat"].get("pgscan_kswapd", 0) + s["vmstat"].get("pgscan_direct", 0) for s in srv]),
+                "writes_unstable": med([j["writes_by_stability"]["unstable"] for j in rs]),
+                "writes_file_sync": med([j["writes_by_stability"]["file_sync"] + j["writes_by_stability"]["data_sync"] for j in rs]),
+                "commits_sent": med([j["commits_sent"] for j in rs]),
+                "commits_saved": med([j["commits_saved"] for j in rs]),
+                "verify_bytes": sum(j["verify"]["bytes_checked"] for j in rs),
+                "verify_errors": sum(j["verify"]["errors"] for j in rs),
+                "errors": sum(j["errors"] for j in rs),
+                "memcg_limit_mib": med([j.get("memcg_limit", 0) / MiB for j in rs]) or None,
+                "plugin": {k: med([j["plugin"].get(k, 0) for j in rs])
+                           for k in sorted({k for j in rs for k in j["plugin"]})
+                           if any(j["plugin"].get(k, 0) for j in rs)},
+            }
+            rows.append(row)
+
+    skipped = {}
+    sk = d / "runs" / "mempressure.skipped"
+    if sk.exists():
+        skipped["mempressure"] = sk.read_text().strip()
+    machine = (d / "machine.txt").read_text() if (d / "machine.txt").exists() else ""
+    result = {"machine": machine, "variants": variants, "rows": rows,
+              "skipped": skipped, "failures": failures}
+    (d / "results.json").write_text(json.dumps(result, indent=1))
+
+    def f(x, fmt="{:.1f}"):
+        return "–" if x is None else fmt.format(x)
+
+    lines = ["| workload | variant | MiB/s (median) | × VFS | srv CPU s/GiB | cache peak MiB | cache final MiB | dev reads (MiB) | dev reads/WRITE | WRITE unstable/stable | COMMITs sent/saved | verify errors |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append("| {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {}/{} | {}/{} | {} |".format(
+            r["workload"], r["variant"], f(r["mib_s"]), f(r["ratio_to_vfs"], "{:.2f}"),
+            f(r["server_cpu_s_per_gib"], "{:.2f}"), f(r["cache_peak_mib"], "{:.0f}"),
+            f(r["cache_final_mib"], "{:.0f}"), f(r["dev_reads"], "{:.0f}"), f(r["dev_read_mib"], "{:.0f}"),
+            f(r["dev_reads_per_write"], "{:.2f}"),
+            f(r["writes_unstable"], "{:.0f}"), f(r["writes_file_sync"], "{:.0f}"),
+            f(r["commits_sent"], "{:.0f}"), f(r["commits_saved"], "{:.0f}"), r["verify_errors"]))
+    for k, why in skipped.items():
+        lines.append(f"\n{k}: skipped: {why}")
+    for fl in failures:
+        lines.append(f"\nFAILED: {fl}")
+    table = "\n".join(lines) + "\n"
+    (d / "table.md").write_text(table)
+    print(table)
+
+    # chart: ratio to VFS per workload, one bar per variant
+    dat = d / "chart.dat"
+    ws = [w for w in WORKLOADS if any(r["workload"] == w for r in rows)]
+    with dat.open("w") as fh:
+        fh.write("workload " + " ".join(variants) + "\n")
+        for w in ws:
+            vals = []
+            for v in variants:
+                r = next((r for r in rows if r["workload"] == w and r["variant"] == v), None)
+                vals.append(f'{r["ratio_to_vfs"]:.3f}' if r and r["ratio_to_vfs"] is not None else "NaN")
+            fh.write(w + " " + " ".join(vals) + "\n")
+    gp = d / "chart.gp"
+    gp.write_text(f"""set terminal pngcairo size 1400,600 noenhanced
+set output '{d / "chart.png"}'
+set title 'dcache-bench: throughput relative to plain VFS (median of repeats; 1.0 = VFS)'
+set style data histograms
+set style histogram cluster gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set yrange [0:*]
+set ylabel 'ratio to VFS'
+set grid ytics
+set key outside right top
+set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb 'black'
+plot for [i=2:{len(variants) + 1}] '{dat}' using i:xtic(1) title columnheader(i)
+""")
+    try:
+        subprocess.run(["gnuplot", str(gp)], check=True, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        # pngcairo may be missing from gnuplot-nox builds: fall back to png
+        gp.write_text(gp.read_text().replace("pngcairo", "png"))
+        try:
+            subprocess.run(["gnuplot", str(gp)], check=True, capture_output=True, text=True)
+        except (OSError, subprocess.CalledProcessError) as e2:
+            print(f"chart: gnuplot failed: {e} / {e2}", file=sys.stderr)
+    return 1 if failures or any(r["verify_errors"] or r["errors"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
