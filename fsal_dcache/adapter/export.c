@@ -36,6 +36,9 @@ struct dcache_export_args {
 	char *boundary_tracking;
 	char *boundary_max_pages;
 	char *boundary_max_age_ms;
+	char *io_backend;
+	char *io_queue_depth;
+	char *cached_read_fast_path;
 };
 
 static struct config_item sub_fsal_params[] = {
@@ -51,6 +54,7 @@ static struct config_item sub_fsal_params[] = {
 	"Name, IO_Cache_Read, IO_Cache_Write, Direct_Misaligned_Num_Pages, " \
 	"Direct_Misaligned_Dontcache, Direct_Misaligned_Memory, " \
 	"Boundary_Tracking, Boundary_Max_Pages, Boundary_Max_Age_Ms, " \
+	"IO_Backend, IO_Queue_Depth, Cached_Read_Fast_Path, " \
 	"FSAL { Name = VFS; }"
 
 static struct config_item export_params[] = {
@@ -65,6 +69,9 @@ static struct config_item export_params[] = {
 	DCACHE_SETTING("Boundary_Tracking", boundary_tracking),
 	DCACHE_SETTING("Boundary_Max_Pages", boundary_max_pages),
 	DCACHE_SETTING("Boundary_Max_Age_Ms", boundary_max_age_ms),
+	DCACHE_SETTING("IO_Backend", io_backend),
+	DCACHE_SETTING("IO_Queue_Depth", io_queue_depth),
+	DCACHE_SETTING("Cached_Read_Fast_Path", cached_read_fast_path),
 	CONF_RELAX_BLOCK("FSAL", sub_fsal_params, noop_conf_init,
 			 subfsal_commit, dcache_export_args, subfsal),
 	CONFIG_EOL
@@ -90,6 +97,9 @@ static void free_args(struct dcache_export_args *args)
 	gsh_free(args->boundary_tracking);
 	gsh_free(args->boundary_max_pages);
 	gsh_free(args->boundary_max_age_ms);
+	gsh_free(args->io_backend);
+	gsh_free(args->io_queue_depth);
+	gsh_free(args->cached_read_fast_path);
 }
 
 static uint16_t export_id_of_ctx(void)
@@ -143,6 +153,9 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 		.boundary_tracking = args->boundary_tracking,
 		.boundary_max_pages = args->boundary_max_pages,
 		.boundary_max_age_ms = args->boundary_max_age_ms,
+		.io_backend = args->io_backend,
+		.io_queue_depth = args->io_queue_depth,
+		.cached_read_fast_path = args->cached_read_fast_path,
 	};
 	if (dcache_settings_parse(&text, settings, why, sizeof(why)) != 0) {
 		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; export refused",
@@ -163,7 +176,7 @@ static void log_settings(const struct dcache_fsal_export *exp, const char *what,
 			 const struct dcache_settings *s)
 {
 	LogEvent(COMPONENT_FSAL,
-		 "DCACHE: export %u (%s) %s: IO_Cache_Read = %s, IO_Cache_Write = %s, Direct_Misaligned_Num_Pages = %u, Direct_Misaligned_Dontcache = %s, Direct_Misaligned_Memory = %s, Boundary_Tracking = %s, Boundary_Max_Pages = %u, Boundary_Max_Age_Ms = %u",
+		 "DCACHE: export %u (%s) %s: IO_Cache_Read = %s, IO_Cache_Write = %s, Direct_Misaligned_Num_Pages = %u, Direct_Misaligned_Dontcache = %s, Direct_Misaligned_Memory = %s, Boundary_Tracking = %s, Boundary_Max_Pages = %u, Boundary_Max_Age_Ms = %u, IO_Backend = %s (running: %s), IO_Queue_Depth = %u, Cached_Read_Fast_Path = %s",
 		 exp->export_id, exp->path, what,
 		 dcache_mode_name(s->io_cache_read),
 		 dcache_mode_name(s->io_cache_write),
@@ -172,7 +185,10 @@ static void log_settings(const struct dcache_fsal_export *exp, const char *what,
 		 s->direct_misaligned_memory == DCACHE_MEM_MISALIGNED_BOUNCE ?
 			 "bounce" : "buffered",
 		 s->boundary_tracking ? "true" : "false",
-		 s->boundary_max_pages, s->boundary_max_age_ms);
+		 s->boundary_max_pages, s->boundary_max_age_ms,
+		 s->io_backend == DCACHE_IO_BACKEND_SYNC ? "sync" : "io_uring",
+		 dcache_export_backend_name(exp->core), s->io_queue_depth,
+		 s->cached_read_fast_path ? "true" : "false");
 }
 
 /* ---- export ops --------------------------------------------------------- */

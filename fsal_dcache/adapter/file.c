@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <unistd.h>
 
+#include "export_mgr.h"
 #include "gsh_config.h"
 #include "log.h"
 #include "sal_data.h"
@@ -131,81 +132,145 @@ static fsal_status_t status_of(int error)
 			  : fsalstat(posix2fsal_error(error), error);
 }
 
-/* ---- read2 / write2 / commit2 -------------------------------------------- */
+/* ---- read2 / write2 -------------------------------------------------------- */
 
-void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
-		  fsal_async_cb done_cb, struct fsal_io_arg *arg,
-		  void *caller_arg)
+/*
+ * A READ or WRITE between its start on a Ganesha worker and its reply.
+ * With the io_uring backend the core may finish it on its completion
+ * thread, after read2/write2 returned: Ganesha 4.3 allows that (done_cb
+ * may run from any thread; the protocol layer holds the object, the state
+ * and the request until then), and wants a fresh op context for it built
+ * the way FSAL_MEM does, never the request's own.
+ */
+struct dcache_pending {
+	struct fsal_obj_handle *obj;
+	fsal_async_cb done_cb;
+	struct fsal_io_arg *arg;
+	void *caller_arg;
+	struct gsh_export *ctx_export;
+	struct fsal_export *fsal_export; /* ours: done_cb goes up from here */
+	bool write;
+};
+
+/* Fills Ganesha's io arg from the core's result and replies. */
+static void reply(const struct dcache_pending *p, struct dcache_io_result r)
+{
+	if (p->write) {
+		/* A short write is not an error: the reply says how much was
+		 * written and the client sends the rest. */
+		p->arg->io_amount = r.bytes;
+		/* Raised (modes 3/4), never lowered on success. */
+		p->arg->fsal_stable =
+			r.error == 0 && (p->arg->fsal_stable || r.stable);
+	} else if (r.error == 0) {
+		p->arg->io_amount = r.bytes;
+		p->arg->end_of_file = r.eof;
+	}
+	p->done_cb(p->obj, status_of(r.error), p->arg, p->caller_arg);
+}
+
+/* The core's completion thread: no op context of its own yet. */
+static void reply_later(void *ctx, struct dcache_io_result r)
+{
+	struct dcache_pending *p = ctx;
+	struct req_op_context op_context;
+
+	get_gsh_export_ref(p->ctx_export);
+	init_op_context_simple(&op_context, p->ctx_export, p->fsal_export);
+	reply(p, r);
+	release_op_context();
+	gsh_free(p);
+}
+
+/*
+ * Borrows VFS's descriptor only for the start: the core opens descriptors
+ * of its own on the same inode for whatever outlives this call, so no VFS
+ * lock is held across the asynchronous boundary (a pthread rwlock may not
+ * be unlocked by another thread).  VFS's find_fd still decides whether the
+ * request may proceed (share reservations, open mode).
+ */
+static void start_io(struct fsal_obj_handle *obj, bool bypass,
+		     fsal_async_cb done_cb, struct fsal_io_arg *arg,
+		     void *caller_arg, bool write)
 {
 	struct dcache_obj_handle *h = dcache_handle_of(obj);
 	struct dcache_fsal_export *exp = dcache_ctx_export();
+	struct dcache_pending *p = gsh_malloc(sizeof(*p));
 	struct dcache_io_result result;
 	struct vfs_borrow b;
 	fsal_status_t status;
+	bool inline_done;
 
-	/* READ_PLUS: Ganesha 4.3 never passes io_info (docs/configuration.md). */
-	if (arg->info != NULL) {
-		done_cb(obj, fsalstat(ERR_FSAL_NOTSUPP, 0), arg, caller_arg);
+	*p = (struct dcache_pending){
+		.obj = obj,
+		.done_cb = done_cb,
+		.arg = arg,
+		.caller_arg = caller_arg,
+		.ctx_export = op_ctx->ctx_export,
+		.fsal_export = op_ctx->fsal_export,
+		.write = write,
+	};
+	status = vfs_borrow_fd(h, bypass, arg->state,
+			       write ? FSAL_O_WRITE : FSAL_O_READ, &b);
+	if (FSAL_IS_ERROR(status)) {
+		vfs_return_fd(&b);
+		gsh_free(p);
+		done_cb(obj, status, arg, caller_arg);
 		return;
 	}
-	status = vfs_borrow_fd(h, bypass, arg->state, FSAL_O_READ, &b);
-	if (!FSAL_IS_ERROR(status)) {
+	{
 		struct dcache_io io = {
 			.fd = b.fd,
 			.offset = arg->offset,
 			.iov = arg->iov,
 			.iov_count = arg->iov_count,
+			.stable = write && arg->fsal_stable,
 		};
 
-		result = dcache_read(exp->core, h->file, &io);
-		status = status_of(result.error);
-		if (result.error == 0) {
-			arg->io_amount = result.bytes;
-			arg->end_of_file = result.eof;
+		/* As VFS: the client's identity for quotas and suid clearing;
+		 * io_uring takes the submitter's credentials for its workers. */
+		if (write && !vfs_set_credentials(&op_ctx->creds, b.sub->fsal)) {
+			vfs_return_fd(&b);
+			gsh_free(p);
+			done_cb(obj, fsalstat(ERR_FSAL_PERM, EPERM), arg,
+				caller_arg);
+			return;
 		}
+		inline_done = write ? dcache_write_start(exp->core, h->file, &io,
+							 reply_later, p, &result)
+				    : dcache_read_start(exp->core, h->file, &io,
+							reply_later, p, &result);
+		if (write)
+			vfs_restore_ganesha_credentials(b.sub->fsal);
 	}
 	vfs_return_fd(&b);
-	done_cb(obj, status, arg, caller_arg);
+	/* Not inline: p belongs to reply_later, which may have run already. */
+	if (inline_done) {
+		reply(p, result);
+		gsh_free(p);
+	}
+}
+
+void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
+		  fsal_async_cb done_cb, struct fsal_io_arg *arg,
+		  void *caller_arg)
+{
+	/* READ_PLUS: Ganesha 4.3 never passes io_info (docs/configuration.md). */
+	if (arg->info != NULL) {
+		done_cb(obj, fsalstat(ERR_FSAL_NOTSUPP, 0), arg, caller_arg);
+		return;
+	}
+	start_io(obj, bypass, done_cb, arg, caller_arg, false);
 }
 
 void dcache_write2(struct fsal_obj_handle *obj, bool bypass,
 		   fsal_async_cb done_cb, struct fsal_io_arg *arg,
 		   void *caller_arg)
 {
-	struct dcache_obj_handle *h = dcache_handle_of(obj);
-	struct dcache_fsal_export *exp = dcache_ctx_export();
-	struct dcache_io_result result;
-	struct vfs_borrow b;
-	fsal_status_t status;
-
-	status = vfs_borrow_fd(h, bypass, arg->state, FSAL_O_WRITE, &b);
-	if (!FSAL_IS_ERROR(status)) {
-		struct dcache_io io = {
-			.fd = b.fd,
-			.offset = arg->offset,
-			.iov = arg->iov,
-			.iov_count = arg->iov_count,
-			.stable = arg->fsal_stable,
-		};
-
-		/* As VFS: the client's identity for quotas and suid clearing. */
-		if (!vfs_set_credentials(&op_ctx->creds, b.sub->fsal)) {
-			status = fsalstat(ERR_FSAL_PERM, EPERM);
-		} else {
-			result = dcache_write(exp->core, h->file, &io);
-			vfs_restore_ganesha_credentials(b.sub->fsal);
-			status = status_of(result.error);
-			/* A short write is not an error: the reply says how
-			 * much was written and the client sends the rest. */
-			arg->io_amount = result.bytes;
-			/* Raised (modes 3/4), never lowered on success. */
-			arg->fsal_stable = result.error == 0 &&
-					   (arg->fsal_stable || result.stable);
-		}
-	}
-	vfs_return_fd(&b);
-	done_cb(obj, status, arg, caller_arg);
+	start_io(obj, bypass, done_cb, arg, caller_arg, true);
 }
+
+/* ---- commit2 ------------------------------------------------------------- */
 
 fsal_status_t dcache_commit2(struct fsal_obj_handle *obj, off_t offset,
 			     size_t len)

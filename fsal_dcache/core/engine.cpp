@@ -22,6 +22,8 @@
 #include <limits>
 #include <mutex>
 #include <new>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace dcache::core {
@@ -39,6 +41,8 @@ enum log_once_bit : std::uint32_t {
 	log_fadvise_error = 1u << 4,
 	log_sync_range_error = 1u << 5,
 	log_no_alignment = 1u << 6,
+	log_no_nowait = 1u << 7,
+	log_open_buffered_error = 1u << 8,
 };
 
 __attribute__((format(printf, 2, 3))) void log_msg(dcache_log_level level, const char *fmt, ...) noexcept
@@ -134,8 +138,11 @@ struct ctx {
 	const dcache_io &io;
 	dcache_settings s;
 	// WRITE: boundary pages the tracker let go of during this request,
-	// written back and dropped when the request is done (see do_write).
+	// written back and dropped when the request is done (see async_op).
 	boundary_tracker::release_list *releases = nullptr;
+	// The caller's descriptor, valid during the start call only (io.fd
+	// may be the engine's own twin).
+	int caller_fd = -1;
 
 	io::backend &b() const noexcept { return *e.backend; }
 	void add(stat st, std::uint64_t n = 1) const noexcept { e.stats.add(st, n); }
@@ -147,7 +154,7 @@ io::dio_caps file_caps(const ctx &c)
 		return c.f.caps;
 	std::unique_lock lock(c.f.fd_mutex);
 	if (!c.f.caps_probed.load(std::memory_order_relaxed)) {
-		c.f.caps = c.b().probe_dio(c.io.fd);
+		c.f.caps = c.b().probe_dio(c.caller_fd >= 0 ? c.caller_fd : c.io.fd);
 		c.f.caps_probed.store(true, std::memory_order_release);
 		if (!c.f.caps.known() && first_time(c.e, log_no_alignment))
 			log_msg(DCACHE_LOG_WARN,
@@ -157,59 +164,83 @@ io::dio_caps file_caps(const ctx &c)
 	return c.f.caps;
 }
 
-// Shared hold on the file's O_DIRECT descriptor for one request.
-struct direct_lease {
-	std::shared_lock<std::shared_mutex> lock;
-	int fd = -1;
-};
-
-direct_lease lease_direct(const ctx &c, bool for_write)
+// The file's own descriptors.  A request copies the shared_ptr and keeps it
+// until its completion: a close (which only drops the file's reference)
+// never pulls a descriptor from under a request in flight, and never waits
+// for one either.
+fd_ref lease_direct(const ctx &c, bool for_write)
 {
-	direct_lease l;
 	dcache_file &f = c.f;
-	// Two rounds at most: the second sees what the first opened.
-	for (int round = 0; round < 2; ++round) {
-		l.lock = std::shared_lock(f.fd_mutex);
-		if (f.direct_fd >= 0 && (!for_write || f.direct_fd_writable)) {
-			l.fd = f.direct_fd;
-			return l;
-		}
-		if (f.no_odirect.load(std::memory_order_relaxed)) {
-			l.lock.unlock();
-			return l;
-		}
-		l.lock.unlock();
-
-		std::unique_lock u(f.fd_mutex);
-		if (f.direct_fd >= 0 && for_write && !f.direct_fd_writable) {
-			// First opened from a read-only descriptor; this WRITE's
-			// descriptor is writable, so reopen from it.
-			c.b().close_fd(f.direct_fd);
-			f.direct_fd = -1;
-		}
-		if (f.direct_fd >= 0 || f.no_odirect.load(std::memory_order_relaxed))
-			continue;
-		const io::open_result r = c.b().open_direct(c.io.fd);
-		if (r.error == EINVAL) {
-			// The filesystem refuses O_DIRECT: for good on this file.
-			f.no_odirect.store(true, std::memory_order_relaxed);
-			if (first_time(c.e, log_no_odirect))
-				log_msg(DCACHE_LOG_WARN,
-					"dcache %s: O_DIRECT refused (EINVAL at open): direct mode falls back to DONTCACHE on such files",
-					c.e.name);
-			return l;
-		}
-		if (r.error != 0) {
-			if (first_time(c.e, log_open_error))
-				log_msg(DCACHE_LOG_WARN, "dcache %s: cannot open an O_DIRECT descriptor (%s): this request goes the DONTCACHE way",
-					c.e.name, std::strerror(r.error));
-			return l;
-		}
-		f.direct_fd = r.fd;
-		f.direct_fd_writable = r.writable;
+	{
+		std::shared_lock lock(f.fd_mutex);
+		if (f.direct && (!for_write || f.direct->writable))
+			return f.direct;
+		if (f.no_odirect.load(std::memory_order_relaxed))
+			return {};
 	}
-	return l;
+	std::unique_lock u(f.fd_mutex);
+	if (f.direct && (!for_write || f.direct->writable))
+		return f.direct;
+	if (f.no_odirect.load(std::memory_order_relaxed))
+		return {};
+	// None yet, or first opened from a read-only descriptor while this
+	// WRITE's descriptor is writable: (re)open from it.  A replaced one is
+	// closed when its last request lets go.
+	const io::open_result r = c.b().open_direct(c.caller_fd);
+	if (r.error == EINVAL) {
+		// The filesystem refuses O_DIRECT: for good on this file.
+		f.no_odirect.store(true, std::memory_order_relaxed);
+		if (first_time(c.e, log_no_odirect))
+			log_msg(DCACHE_LOG_WARN,
+				"dcache %s: O_DIRECT refused (EINVAL at open): direct mode falls back to DONTCACHE on such files",
+				c.e.name);
+		return {};
+	}
+	if (r.error != 0) {
+		if (first_time(c.e, log_open_error))
+			log_msg(DCACHE_LOG_WARN, "dcache %s: cannot open an O_DIRECT descriptor (%s): this request goes the DONTCACHE way",
+				c.e.name, std::strerror(r.error));
+		return {};
+	}
+	try {
+		f.direct = std::make_shared<const owned_fd>(&c.b(), r.fd, r.writable);
+	} catch (...) {
+		c.b().close_fd(r.fd);
+		return {};
+	}
+	return f.direct;
 }
+
+// The buffered twin for asynchronous requests (the caller's descriptor is
+// only valid during the start call).  Empty on failure: the request then
+// runs synchronously on the caller's descriptor.
+fd_ref lease_buffered(const ctx &c, bool for_write)
+{
+	dcache_file &f = c.f;
+	{
+		std::shared_lock lock(f.fd_mutex);
+		if (f.buffered && (!for_write || f.buffered->writable))
+			return f.buffered;
+	}
+	std::unique_lock u(f.fd_mutex);
+	if (f.buffered && (!for_write || f.buffered->writable))
+		return f.buffered;
+	const io::open_result r = c.b().open_buffered(c.caller_fd);
+	if (r.error != 0) {
+		if (first_time(c.e, log_open_buffered_error))
+			log_msg(DCACHE_LOG_WARN, "dcache %s: cannot reopen a descriptor for asynchronous I/O (%s): such requests run synchronously",
+				c.e.name, std::strerror(r.error));
+		return {};
+	}
+	try {
+		f.buffered = std::make_shared<const owned_fd>(&c.b(), r.fd, r.writable);
+	} catch (...) {
+		c.b().close_fd(r.fd);
+		return {};
+	}
+	return f.buffered;
+}
+
 
 void note_no_dontcache(const ctx &c) noexcept
 {
@@ -306,8 +337,8 @@ void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_
 // Writes back and drops the pages the tracker handed over, then tells it.
 // own/own_fd: the file of the calling request and its descriptor, valid
 // for the call (nullptr/-1 when there is none).  Any other file's pages go
-// through that file's O_DIRECT descriptor (same inode, same page cache),
-// held shared so a close cannot pull it away; a file without one is left
+// through that file's O_DIRECT (or buffered) descriptor (same inode, same
+// page cache), referenced so a close cannot pull it away; a file without one is left
 // to the kernel's own writeback (counted).  The caller must hold no
 // fd_mutex: this takes other files' ones.
 void release_boundary(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own,
@@ -322,9 +353,13 @@ void release_boundary(dcache_export &e, boundary_tracker::release_list &list, co
 			flush_and_drop(e, own_fd, off, k_boundary_page);
 		} else {
 			try {
-				std::shared_lock lock(f->fd_mutex);
-				if (f->direct_fd >= 0)
-					flush_and_drop(e, f->direct_fd, off, k_boundary_page);
+				fd_ref other;
+				{
+					std::shared_lock lock(f->fd_mutex);
+					other = f->direct ? f->direct : f->buffered;
+				}
+				if (other)
+					flush_and_drop(e, other->fd, off, k_boundary_page);
 				else
 					e.stats.add(stat::boundary_release_no_fd);
 			} catch (...) {
@@ -336,25 +371,6 @@ void release_boundary(dcache_export &e, boundary_tracker::release_list &list, co
 	}
 	list.clear();
 }
-
-// Runs the releases collected during a WRITE when the WRITE is done: after
-// its segments (the completing writer's data is in the page) and after its
-// sync (the page is clean then, so the write-back is free), with the
-// O_DIRECT lease already dropped.
-struct pending_releases {
-	dcache_export &e;
-	const dcache_file *own;
-	int fd;
-	boundary_tracker::release_list list;
-
-	pending_releases(dcache_export &exp, const dcache_file *file, int file_fd) noexcept
-		: e(exp), own(file), fd(file_fd)
-	{
-	}
-	pending_releases(const pending_releases &) = delete;
-	pending_releases &operator=(const pending_releases &) = delete;
-	~pending_releases() { release_boundary(e, list, own, fd); }
-};
 
 bool tracks_boundaries(const ctx &c) noexcept
 {
@@ -406,122 +422,7 @@ std::size_t edge_pieces(std::uint64_t w0, std::uint64_t w1, std::uint64_t s, std
 	return m;
 }
 
-io::result write_dontcache(const ctx &c, const std::vector<struct iovec> &v, std::uint64_t offset) noexcept;
-io::result write_buffered(const ctx &c, const std::vector<struct iovec> &v, std::uint64_t offset) noexcept;
-
-// A DONTCACHE segment of a direct-mode WRITE with boundary tracking on:
-// the bytes of a shared page go out cached while the tracker holds the
-// page (claimed immediately before, completed immediately after, like the
-// kernel's nfsd_write_dio_boundary_claim/_complete); the rest DONTCACHE.
-io::result write_edges(const ctx &c, const segment &seg)
-{
-	std::array<edge_piece, 3> pieces{};
-	const std::uint64_t w0 = c.io.offset, w1 = w0 + iov_total(c.io.iov, c.io.iov_count);
-	const std::size_t n = edge_pieces(w0, w1, seg.offset, seg.offset + seg.length, pieces);
-	std::uint64_t done = 0;
-	for (std::size_t i = 0; i < n; ++i) {
-		const edge_piece &p = pieces[i];
-		const std::vector<struct iovec> part = slice(c.io.iov, c.io.iov_count, p.offset - c.io.offset, p.length);
-		const std::uint64_t page = p.offset / k_boundary_page;
-		io::result r;
-		if (p.track && c.e.boundary.claim(c.f.boundary, page, boundary_tracker::clock::now(), *c.releases)) {
-			DCACHE_SYNC_POINT("boundary.claim");
-			r = write_buffered(c, part, p.offset);
-			DCACHE_SYNC_POINT("boundary.complete");
-			c.e.boundary.complete(c.f.boundary, page, static_cast<std::uint32_t>(p.offset % k_boundary_page),
-					      r.ok() ? static_cast<std::uint32_t>(r.bytes) : 0, *c.releases);
-		} else {
-			r = write_dontcache(c, part, p.offset);
-		}
-		if (!r.ok())
-			return done == 0 ? r : io::result::success(done);
-		done += r.bytes;
-		if (r.bytes < p.length)
-			break; // short: the issue loop stops and reports it
-	}
-	return io::result::success(done);
-}
-
 // ---- WRITE --------------------------------------------------------------
-
-io::result write_buffered(const ctx &c, const std::vector<struct iovec> &v, std::uint64_t offset) noexcept
-{
-	const io::result r = exec(c, io::op_kind::write, c.io.fd, offset, v.data(), static_cast<int>(v.size()), 0);
-	if (r.ok())
-		c.add(stat::buffered_bytes, r.bytes);
-	return r;
-}
-
-io::result write_dontcache(const ctx &c, const std::vector<struct iovec> &v, std::uint64_t offset) noexcept
-{
-	if (!c.f.no_dontcache.load(std::memory_order_relaxed)) {
-		const io::result r = exec(c, io::op_kind::write, c.io.fd, offset, v.data(),
-					  static_cast<int>(v.size()), RWF_DONTCACHE);
-		if (r.error != EOPNOTSUPP) {
-			if (r.ok())
-				c.add(stat::dontcache_bytes, r.bytes);
-			return r;
-		}
-		note_no_dontcache(c);
-	}
-	// The DONTCACHE way without DONTCACHE: buffered, then write back and
-	// drop what we wrote.
-	c.add(stat::fallback_no_dontcache);
-	const io::result r = write_buffered(c, v, offset);
-	if (r.ok() && r.bytes > 0) {
-		flush_range(c, offset, r.bytes);
-		(void)drop_range(c, c.io.fd, offset, r.bytes);
-	}
-	return r;
-}
-
-io::result write_segment(const ctx &c, const segment &seg, int direct_fd)
-{
-	const std::vector<struct iovec> part = slice(c.io.iov, c.io.iov_count, seg.offset - c.io.offset, seg.length);
-	switch (seg.kind) {
-	case seg_kind::buffered: return write_buffered(c, part, seg.offset);
-	case seg_kind::dontcache:
-		return tracks_boundaries(c) ? write_edges(c, seg) : write_dontcache(c, part, seg.offset);
-	case seg_kind::direct: break;
-	}
-
-	aligned_buffer bounce;
-	struct iovec one {};
-	const struct iovec *v = part.data();
-	int n = static_cast<int>(part.size());
-	if (seg.bounce) {
-		if (!bounce.allocate(c.f.caps.mem_align, seg.length))
-			return io::result::failure(ENOMEM);
-		gather(part, bounce.data());
-		one = {bounce.data(), static_cast<std::size_t>(seg.length)};
-		v = &one;
-		n = 1;
-		c.add(stat::write_bounce_copies);
-	}
-	// DONTCACHE on the direct middle is inert when the write is direct, and
-	// leaves nothing cached if the filesystem falls back to buffered.
-	int rwf = c.f.no_dontcache.load(std::memory_order_relaxed) ? 0 : RWF_DONTCACHE;
-	io::result r = exec(c, io::op_kind::write, direct_fd, seg.offset, v, n, rwf);
-	if (r.error == EOPNOTSUPP && rwf != 0) {
-		note_no_dontcache(c);
-		rwf = 0;
-		r = exec(c, io::op_kind::write, direct_fd, seg.offset, v, n, rwf);
-	}
-	if (r.error == EINVAL) {
-		// Alignment the probe promised but the filesystem refused: do this
-		// segment the non-direct way rather than fail the client.
-		c.add(stat::fallback_direct_einval);
-		if (first_time(c.e, log_direct_einval))
-			log_msg(DCACHE_LOG_WARN, "dcache %s: direct write refused (EINVAL) at offset %llu length %llu: reissued buffered",
-				c.e.name, static_cast<unsigned long long>(seg.offset),
-				static_cast<unsigned long long>(seg.length));
-		return c.s.direct_misaligned_dontcache ? write_dontcache(c, part, seg.offset)
-						       : write_buffered(c, part, seg.offset);
-	}
-	if (r.ok())
-		c.add(stat::direct_bytes, r.bytes);
-	return r;
-}
 
 void count_write(const ctx &c, disposition d) noexcept
 {
@@ -542,135 +443,6 @@ void count_write(const ctx &c, disposition d) noexcept
 	}
 }
 
-dcache_io_result do_write(const ctx &request)
-{
-	// Declared first so it runs last: after the sync, with the lease gone.
-	pending_releases pending(request.e, &request.f, request.io.fd);
-	ctx c = request;
-	c.releases = &pending.list;
-	// Opportunistic age limit: the tracker has no thread of its own.
-	c.e.boundary.reap(boundary_tracker::clock::now(), pending.list);
-
-	dcache_io_result res{};
-	c.add(stat::writes);
-	const std::span<const struct iovec> iov(c.io.iov, static_cast<std::size_t>(c.io.iov_count));
-	const std::size_t total = iov_total(c.io.iov, c.io.iov_count);
-
-	plan_caps pc;
-	if (is_direct_mode(c.s.io_cache_write)) {
-		pc.dio = file_caps(c);
-		pc.odirect = !c.f.no_odirect.load(std::memory_order_relaxed);
-	}
-	plan p = plan_write(c.s, pc, c.io.offset, iov);
-	direct_lease lease;
-	if (p.has_direct()) {
-		lease = lease_direct(c, true);
-		if (lease.fd < 0) {
-			pc.odirect = false;
-			p = plan_write(c.s, pc, c.io.offset, iov);
-		}
-	}
-	count_write(c, p.disp);
-	DTRACE_PROBE4(dcache, write_plan, c.io.offset, total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
-
-	// Record what each segment should transfer before issuing it: a short
-	// transfer must stop the loop and the reply must say exactly what was
-	// written (nfsd once checked the remaining count instead).
-	std::array<std::uint64_t, 3> expected{};
-	std::uint64_t written = 0;
-	int err = 0;
-	for (std::size_t i = 0; i < p.nsegs; ++i) {
-		expected[i] = p.segs[i].length;
-		const io::result r = write_segment(c, p.segs[i], lease.fd);
-		if (!r.ok()) {
-			err = r.error;
-			break;
-		}
-		written += r.bytes;
-		if (r.bytes < expected[i]) {
-			c.add(stat::short_transfers);
-			break;
-		}
-	}
-	lease = direct_lease{}; // the syncs below use the sub-FSAL's descriptor
-
-	if (err != 0) {
-		c.add(stat::errors);
-		if (written == 0) {
-			res.error = err;
-			return res;
-		}
-		// Earlier segments landed: report a short write (the client
-		// resends the rest and meets the error then), like write(2).
-	}
-	res.bytes = written;
-	c.add(stat::write_bytes, written);
-
-	// Stability: one sync per WRITE, after all segments, never per segment.
-	// - the client asked stable: fsync (Ganesha 4.3 can only reply
-	//   FILE_SYNC, so give FILE_SYNC semantics);
-	// - direct_file_sync: fsync, reply FILE_SYNC, the client skips COMMIT;
-	// - direct_data_sync: fdatasync, reply FILE_SYNC.  fdatasync persists
-	//   the data and every piece of metadata needed to read it back (file
-	//   size, extent allocation, unwritten-extent conversion); what it may
-	//   leave behind are timestamps only.  After a crash the data written is
-	//   there and readable, which is what the client's COMMIT would have
-	//   bought; only mtime/ctime may be older than the write.
-	// - otherwise UNSTABLE, no sync.
-	io::op_kind sync_op = io::op_kind::fsync;
-	bool sync = true;
-	if (c.io.stable || c.s.io_cache_write == DCACHE_MODE_DIRECT_FILE_SYNC)
-		sync_op = io::op_kind::fsync;
-	else if (c.s.io_cache_write == DCACHE_MODE_DIRECT_DATA_SYNC)
-		sync_op = io::op_kind::fdatasync;
-	else
-		sync = false;
-
-	if (sync) {
-		const io::result r = exec(c, sync_op, c.io.fd, 0, nullptr, 0, 0);
-		c.add(sync_op == io::op_kind::fsync ? stat::syncs_fsync : stat::syncs_fdatasync);
-		if (!r.ok()) {
-			// Nothing may be claimed stable; the error goes to the client.
-			c.add(stat::errors);
-			res.error = r.error;
-			return res;
-		}
-		res.stable = true;
-		c.add(stat::writes_reply_stable);
-		if (!c.io.stable)
-			c.add(stat::writes_raised_stable);
-		if (c.s.io_cache_write == DCACHE_MODE_FADVISE && c.io.stable && written > 0) {
-			flush_range(c, c.io.offset, written);
-			(void)drop_range(c, c.io.fd, c.io.offset, written);
-		}
-	}
-	return res;
-}
-
-// ---- READ ---------------------------------------------------------------
-
-io::result read_plain(const ctx &c, const struct iovec *iov, int n, std::uint64_t offset, bool dontcache) noexcept
-{
-	if (dontcache && !c.f.no_dontcache.load(std::memory_order_relaxed)) {
-		const io::result r = exec(c, io::op_kind::read, c.io.fd, offset, iov, n, RWF_DONTCACHE);
-		if (r.error != EOPNOTSUPP) {
-			if (r.ok())
-				c.add(stat::dontcache_bytes, r.bytes);
-			return r;
-		}
-		note_no_dontcache(c);
-	}
-	const io::result r = exec(c, io::op_kind::read, c.io.fd, offset, iov, n, 0);
-	if (r.ok())
-		c.add(stat::buffered_bytes, r.bytes);
-	if (dontcache) {
-		c.add(stat::fallback_no_dontcache);
-		if (r.ok() && r.bytes > 0)
-			(void)drop_range(c, c.io.fd, offset, r.bytes);
-	}
-	return r;
-}
-
 void count_read(const ctx &c, disposition d) noexcept
 {
 	switch (d) {
@@ -688,84 +460,6 @@ void count_read(const ctx &c, disposition d) noexcept
 		c.add(stat::fallback_no_odirect);
 		break;
 	}
-}
-
-dcache_io_result do_read(const ctx &c)
-{
-	dcache_io_result res{};
-	c.add(stat::reads);
-	const std::span<const struct iovec> iov(c.io.iov, static_cast<std::size_t>(c.io.iov_count));
-	const std::size_t total = iov_total(c.io.iov, c.io.iov_count);
-
-	plan_caps pc;
-	if (is_direct_mode(c.s.io_cache_read)) {
-		pc.dio = file_caps(c);
-		pc.odirect = !c.f.no_odirect.load(std::memory_order_relaxed);
-	}
-	plan p = plan_read(c.s, pc, c.io.offset, total, iov);
-	direct_lease lease;
-	if (p.has_direct()) {
-		lease = lease_direct(c, false);
-		if (lease.fd < 0) {
-			pc.odirect = false;
-			p = plan_read(c.s, pc, c.io.offset, total, iov);
-		}
-	}
-	count_read(c, p.disp);
-	DTRACE_PROBE4(dcache, read_plan, c.io.offset, total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
-	if (p.nsegs == 0)
-		return res;
-
-	const segment &seg = p.segs[0];
-	io::result r;
-	bool eof = false;
-	if (seg.kind != seg_kind::direct) {
-		r = read_plain(c, c.io.iov, c.io.iov_count, c.io.offset, seg.kind == seg_kind::dontcache);
-		eof = r.ok() && r.bytes < total;
-	} else if (!seg.bounce) {
-		r = exec(c, io::op_kind::read, lease.fd, seg.offset, c.io.iov, c.io.iov_count, 0);
-		eof = r.ok() && r.bytes < total;
-		if (r.ok())
-			c.add(stat::direct_bytes, r.bytes);
-	} else {
-		aligned_buffer buf;
-		if (!buf.allocate(c.f.caps.mem_align, seg.length)) {
-			r = io::result::failure(ENOMEM);
-		} else {
-			struct iovec one {buf.data(), static_cast<std::size_t>(seg.length)};
-			r = exec(c, io::op_kind::read, lease.fd, seg.offset, &one, 1, 0);
-			if (r.ok()) {
-				// Widened read: skip the pad before the requested offset;
-				// a short read means end of file, so return what exists.
-				const std::uint64_t pad = c.io.offset - seg.offset;
-				const std::uint64_t avail = r.bytes > pad ? r.bytes - pad : 0;
-				const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(avail, total));
-				scatter(buf.data() + pad, n, c.io.iov, c.io.iov_count);
-				eof = r.bytes < seg.length && pad + n >= r.bytes;
-				c.add(stat::read_bounce_copies);
-				c.add(stat::direct_bytes, n);
-				r.bytes = n;
-			}
-		}
-	}
-	if (seg.kind == seg_kind::direct && r.error == EINVAL) {
-		c.add(stat::fallback_direct_einval);
-		if (first_time(c.e, log_direct_einval))
-			log_msg(DCACHE_LOG_WARN, "dcache %s: direct read refused (EINVAL): reissued DONTCACHE", c.e.name);
-		r = read_plain(c, c.io.iov, c.io.iov_count, c.io.offset, true);
-		eof = r.ok() && r.bytes < total;
-	}
-	if (!r.ok()) {
-		c.add(stat::errors);
-		res.error = r.error;
-		return res;
-	}
-	res.bytes = r.bytes;
-	res.eof = eof;
-	c.add(stat::read_bytes, r.bytes);
-	if (c.s.io_cache_read == DCACHE_MODE_FADVISE && r.bytes > 0)
-		(void)drop_read_range(c, r.bytes, eof);
-	return res;
 }
 
 std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point start) noexcept
@@ -791,6 +485,733 @@ dcache_io_result failed(int err) noexcept
 	return r;
 }
 
+
+// ---- the asynchronous request ---------------------------------------------
+//
+// One READ or WRITE from start to completion is an async_op: a chain of
+// steps, each one backend request.  next() says what to issue, on_result()
+// takes its completion; drive() alternates them.  A completion that arrives
+// inside submit() (synchronous backend) is processed by the submitter's
+// loop, one that arrives later by the completion thread, which then drives
+// the rest of the chain: so each segment's completion submits the next, a
+// WRITE's sync is submitted only after all its segments completed, and the
+// bounce buffer lives until the direct middle completed.
+
+struct step {
+	enum class kind : std::uint8_t { buffered, dontcache, direct, tracked };
+	kind k = kind::buffered;
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0; // expected transfer, recorded before issue
+	bool bounce = false;
+};
+
+void inflight_add(dcache_export &e) noexcept
+{
+	std::lock_guard lock(e.inflight_mutex);
+	++e.inflight;
+}
+
+// The op's very last touch of the export: after it the export may go.
+void inflight_done(dcache_export &e) noexcept
+{
+	std::lock_guard lock(e.inflight_mutex);
+	if (--e.inflight == 0)
+		e.inflight_cv.notify_all();
+}
+
+class async_op final : public io::completion {
+public:
+	async_op(dcache_export &e, dcache_file &f, const dcache_io &in, bool write, dcache_io_done_fn done,
+		 void *done_ctx)
+		: _iovs(in.iov, in.iov + in.iov_count), _io{in.fd, in.offset, _iovs.data(), in.iov_count, in.stable},
+		  _c{e, f, _io, unpack_settings(e.packed_settings.load(std::memory_order_acquire))}, _write(write),
+		  _done(done), _done_ctx(done_ctx), _start(std::chrono::steady_clock::now())
+	{
+		_c.caller_fd = in.fd;
+		inflight_add(e);
+	}
+	async_op(const async_op &) = delete;
+	async_op &operator=(const async_op &) = delete;
+	~async_op() = default;
+
+	// Chooses descriptors and plans (runs in the start call, where the
+	// caller's descriptor is valid).  caller_waits: the blocking API,
+	// whose descriptor outlives the whole request.
+	void prepare(bool caller_waits);
+	// The next request to issue; false when the request is finished.
+	[[nodiscard]] bool next(io::request &req);
+	void on_result(io::result r);
+	void fail(int err) noexcept
+	{
+		_res = dcache_io_result{};
+		_res.error = err;
+		_c.add(stat::errors);
+		_stage = stage::done;
+	}
+	// Releases everything of the engine; returns the reply.
+	dcache_io_result finish() noexcept;
+
+	void complete(io::result r) noexcept override;
+
+	[[nodiscard]] bool blocking() const noexcept { return _blocking; }
+	[[nodiscard]] io::backend &backend() const noexcept { return _c.b(); }
+	[[nodiscard]] dcache_export &exp() const noexcept { return _c.e; }
+	[[nodiscard]] dcache_io_done_fn done_fn() const noexcept { return _done; }
+	[[nodiscard]] void *done_ctx() const noexcept { return _done_ctx; }
+
+	// Submission hand-off (see drive()).
+	std::atomic<int> handoff{0};
+	io::result last;
+
+private:
+	enum class stage : std::uint8_t { steps, after_steps, syncing, reading, done };
+
+	void prepare_write();
+	void prepare_read();
+	void try_nowait();
+	[[nodiscard]] bool next_write(io::request &req);
+	[[nodiscard]] bool next_read(io::request &req);
+	void on_write_result(io::result r);
+	void on_sync_result(io::result r);
+	void on_read_result(io::result r);
+	void rw_request(io::request &req, io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept
+	{
+		req.op = op;
+		req.fd = fd;
+		req.offset = off;
+		req.iov = _cur.data();
+		req.iov_count = static_cast<int>(_cur.size());
+		req.rwf = rwf;
+	}
+
+	std::vector<struct iovec> _iovs; // copy of the caller's array
+	dcache_io _io;                    // fd: the descriptor non-direct steps use
+	ctx _c;
+	const bool _write;
+	const dcache_io_done_fn _done;
+	void *const _done_ctx;
+	const std::chrono::steady_clock::time_point _start;
+
+	bool _blocking = false; // execute() instead of submit()
+	fd_ref _own;            // the buffered twin, when _io.fd is it
+	fd_ref _direct;         // the O_DIRECT lease
+	stage _stage = stage::done;
+	dcache_io_result _res{};
+	std::vector<struct iovec> _cur;           // iovecs of the request in flight
+	std::unique_ptr<aligned_buffer> _bounce;  // lives until its step completed
+	std::uint64_t _total = 0;
+
+	// WRITE
+	boundary_tracker::release_list _releases;
+	std::vector<step> _steps;
+	std::size_t _idx = 0;
+	std::uint64_t _written = 0;
+	int _err = 0;
+	int _issued_rwf = 0;        // rwf of the step in flight
+	bool _fallback_drop = false; // DONTCACHE asked, buffered issued
+	bool _claimed = false;       // tracked step: the tracker holds its page
+	io::op_kind _sync_op = io::op_kind::fsync;
+
+	// READ
+	segment _seg;
+	std::uint64_t _base = 0; // bytes the RWF_NOWAIT attempt already read
+};
+
+void async_op::prepare(bool caller_waits)
+{
+	io::backend &b = _c.b();
+	if (!b.completes_inline() && !caller_waits) {
+		_own = lease_buffered(_c, _write);
+		if (_own)
+			_io.fd = _own->fd;
+		else
+			_blocking = true; // only the caller's descriptor: use it now
+	}
+	if (_write)
+		prepare_write();
+	else
+		prepare_read();
+}
+
+void async_op::prepare_write()
+{
+	_c.releases = &_releases;
+	// Opportunistic age limit: the tracker has no thread of its own.
+	_c.e.boundary.reap(boundary_tracker::clock::now(), _releases);
+	_c.add(stat::writes);
+	const std::span<const struct iovec> iov(_io.iov, static_cast<std::size_t>(_io.iov_count));
+	_total = iov_total(_io.iov, _io.iov_count);
+
+	plan_caps pc;
+	if (is_direct_mode(_c.s.io_cache_write)) {
+		pc.dio = file_caps(_c);
+		pc.odirect = !_c.f.no_odirect.load(std::memory_order_relaxed);
+	}
+	plan p = plan_write(_c.s, pc, _io.offset, iov);
+	if (p.has_direct()) {
+		_direct = lease_direct(_c, true);
+		if (!_direct) {
+			pc.odirect = false;
+			p = plan_write(_c.s, pc, _io.offset, iov);
+		}
+	}
+	count_write(_c, p.disp);
+	DTRACE_PROBE4(dcache, write_plan, _io.offset, _total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
+
+	// Each segment (an edge with boundary tracking: each page piece) is
+	// one step whose expected length is recorded here, before issue: a
+	// short transfer must stop the chain and the reply must say exactly
+	// what was written (nfsd once checked the remaining count instead).
+	const std::uint64_t w0 = _io.offset, w1 = w0 + _total;
+	for (const segment &seg : p.segments()) {
+		switch (seg.kind) {
+		case seg_kind::buffered: _steps.push_back({step::kind::buffered, seg.offset, seg.length, false}); break;
+		case seg_kind::direct: _steps.push_back({step::kind::direct, seg.offset, seg.length, seg.bounce}); break;
+		case seg_kind::dontcache:
+			if (tracks_boundaries(_c)) {
+				std::array<edge_piece, 3> pieces{};
+				const std::size_t n = edge_pieces(w0, w1, seg.offset, seg.offset + seg.length, pieces);
+				for (std::size_t i = 0; i < n; ++i)
+					_steps.push_back({pieces[i].track ? step::kind::tracked : step::kind::dontcache,
+							  pieces[i].offset, pieces[i].length, false});
+			} else {
+				_steps.push_back({step::kind::dontcache, seg.offset, seg.length, false});
+			}
+			break;
+		}
+	}
+	_stage = stage::steps;
+}
+
+bool async_op::next_write(io::request &req)
+{
+	if (_stage == stage::steps) {
+		if (_idx < _steps.size()) {
+			step &st = _steps[_idx];
+			_cur = slice(_io.iov, _io.iov_count, st.offset - _io.offset, st.length);
+			_fallback_drop = false;
+			_claimed = false;
+			if (st.k == step::kind::tracked) {
+				_claimed = _c.e.boundary.claim(_c.f.boundary, st.offset / k_boundary_page,
+							       boundary_tracker::clock::now(), _releases);
+				if (_claimed) {
+					DCACHE_SYNC_POINT("boundary.claim");
+					rw_request(req, io::op_kind::write, _io.fd, st.offset, 0);
+					_issued_rwf = 0;
+					return true;
+				}
+				st.k = step::kind::dontcache; // refused: the ordinary edge
+			}
+			switch (st.k) {
+			case step::kind::buffered:
+				_issued_rwf = 0;
+				rw_request(req, io::op_kind::write, _io.fd, st.offset, 0);
+				return true;
+			case step::kind::dontcache:
+				_fallback_drop = _c.f.no_dontcache.load(std::memory_order_relaxed);
+				_issued_rwf = _fallback_drop ? 0 : RWF_DONTCACHE;
+				rw_request(req, io::op_kind::write, _io.fd, st.offset, _issued_rwf);
+				return true;
+			case step::kind::direct:
+				if (st.bounce && !_bounce) {
+					auto buf = std::make_unique<aligned_buffer>();
+					if (!buf->allocate(_c.f.caps.mem_align, st.length)) {
+						_err = ENOMEM;
+						_stage = stage::after_steps;
+						return next_write(req);
+					}
+					gather(_cur, buf->data());
+					_bounce = std::move(buf);
+					_c.add(stat::write_bounce_copies);
+				}
+				if (_bounce)
+					_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(st.length)});
+				// DONTCACHE on the direct middle is inert when the write
+				// is direct, and leaves nothing cached if the filesystem
+				// falls back to buffered.  _issued_rwf keeps a retry's 0.
+				if (_issued_rwf != -1)
+					_issued_rwf = _c.f.no_dontcache.load(std::memory_order_relaxed) ? 0 : RWF_DONTCACHE;
+				else
+					_issued_rwf = 0;
+				rw_request(req, io::op_kind::write, _direct->fd, st.offset, _issued_rwf);
+				return true;
+			case step::kind::tracked: break;
+			}
+		}
+		_stage = stage::after_steps;
+	}
+	if (_stage == stage::after_steps) {
+		_bounce.reset();
+		if (_err != 0) {
+			_c.add(stat::errors);
+			if (_written == 0) {
+				_res.error = _err;
+				_stage = stage::done;
+				return false;
+			}
+			// Earlier segments landed: report a short write (the client
+			// resends the rest and meets the error then), like write(2).
+		}
+		_res.bytes = _written;
+		_c.add(stat::write_bytes, _written);
+		// Stability: one sync per WRITE, after all segments completed,
+		// never per segment (io_uring does not order it after earlier
+		// writes: it is submitted from the last segment's completion).
+		// - the client asked stable: fsync (Ganesha 4.3 can only reply
+		//   FILE_SYNC, so give FILE_SYNC semantics);
+		// - direct_file_sync: fsync, reply FILE_SYNC, the client skips COMMIT;
+		// - direct_data_sync: fdatasync, reply FILE_SYNC.  fdatasync
+		//   persists the data and every piece of metadata needed to read
+		//   it back (file size, extent allocation, unwritten-extent
+		//   conversion); what it may leave behind are timestamps only.
+		// - otherwise UNSTABLE, no sync.
+		bool sync = true;
+		if (_io.stable || _c.s.io_cache_write == DCACHE_MODE_DIRECT_FILE_SYNC)
+			_sync_op = io::op_kind::fsync;
+		else if (_c.s.io_cache_write == DCACHE_MODE_DIRECT_DATA_SYNC)
+			_sync_op = io::op_kind::fdatasync;
+		else
+			sync = false;
+		if (!sync) {
+			_stage = stage::done;
+			return false;
+		}
+		_stage = stage::syncing;
+		req = io::request{};
+		req.op = _sync_op;
+		req.fd = _io.fd;
+		return true;
+	}
+	return false;
+}
+
+void async_op::on_write_result(io::result r)
+{
+	step &st = _steps[_idx];
+	switch (st.k) {
+	case step::kind::direct:
+		if (r.error == EOPNOTSUPP && _issued_rwf != 0) {
+			note_no_dontcache(_c);
+			_issued_rwf = -1; // retry this step without the flag
+			return;
+		}
+		if (r.error == EINVAL) {
+			// Alignment the probe promised but the filesystem refused:
+			// do this segment the non-direct way rather than fail.
+			_c.add(stat::fallback_direct_einval);
+			if (first_time(_c.e, log_direct_einval))
+				log_msg(DCACHE_LOG_WARN, "dcache %s: direct write refused (EINVAL) at offset %llu length %llu: reissued buffered",
+					_c.e.name, static_cast<unsigned long long>(st.offset),
+					static_cast<unsigned long long>(st.length));
+			st.k = _c.s.direct_misaligned_dontcache ? step::kind::dontcache : step::kind::buffered;
+			_bounce.reset();
+			_issued_rwf = 0;
+			return; // next() reissues this step
+		}
+		_bounce.reset(); // the middle completed: its copy is no longer lent out
+		_issued_rwf = 0;
+		if (r.ok())
+			_c.add(stat::direct_bytes, r.bytes);
+		break;
+	case step::kind::dontcache:
+		if (r.error == EOPNOTSUPP && _issued_rwf != 0) {
+			note_no_dontcache(_c);
+			return; // next() reissues it buffered, then writes back and drops
+		}
+		if (_fallback_drop) {
+			// The DONTCACHE way without DONTCACHE: buffered, then write
+			// back and drop what we wrote.
+			_c.add(stat::fallback_no_dontcache);
+			if (r.ok()) {
+				_c.add(stat::buffered_bytes, r.bytes);
+				if (r.bytes > 0) {
+					flush_range(_c, st.offset, r.bytes);
+					(void)drop_range(_c, _io.fd, st.offset, r.bytes);
+				}
+			}
+		} else if (r.ok()) {
+			_c.add(stat::dontcache_bytes, r.bytes);
+		}
+		break;
+	case step::kind::tracked:
+		DCACHE_SYNC_POINT("boundary.complete");
+		_c.e.boundary.complete(_c.f.boundary, st.offset / k_boundary_page,
+				       static_cast<std::uint32_t>(st.offset % k_boundary_page),
+				       r.ok() ? static_cast<std::uint32_t>(r.bytes) : 0, _releases);
+		if (r.ok())
+			_c.add(stat::buffered_bytes, r.bytes);
+		break;
+	case step::kind::buffered:
+		if (r.ok())
+			_c.add(stat::buffered_bytes, r.bytes);
+		break;
+	}
+	if (!r.ok()) {
+		_err = r.error;
+		_stage = stage::after_steps;
+		return;
+	}
+	_written += r.bytes;
+	if (r.bytes < st.length) {
+		_c.add(stat::short_transfers);
+		_stage = stage::after_steps;
+		return;
+	}
+	++_idx;
+}
+
+void async_op::on_sync_result(io::result r)
+{
+	_stage = stage::done;
+	_c.add(_sync_op == io::op_kind::fsync ? stat::syncs_fsync : stat::syncs_fdatasync);
+	if (!r.ok()) {
+		// Nothing may be claimed stable; the error goes to the client.
+		_c.add(stat::errors);
+		_res.error = r.error;
+		return;
+	}
+	_res.stable = true;
+	_c.add(stat::writes_reply_stable);
+	if (!_io.stable)
+		_c.add(stat::writes_raised_stable);
+	if (_c.s.io_cache_write == DCACHE_MODE_FADVISE && _io.stable && _written > 0) {
+		flush_range(_c, _io.offset, _written);
+		(void)drop_range(_c, _io.fd, _io.offset, _written);
+	}
+}
+
+void async_op::prepare_read()
+{
+	_c.add(stat::reads);
+	const std::span<const struct iovec> iov(_io.iov, static_cast<std::size_t>(_io.iov_count));
+	_total = iov_total(_io.iov, _io.iov_count);
+
+	plan_caps pc;
+	if (is_direct_mode(_c.s.io_cache_read)) {
+		pc.dio = file_caps(_c);
+		pc.odirect = !_c.f.no_odirect.load(std::memory_order_relaxed);
+	}
+	plan p = plan_read(_c.s, pc, _io.offset, _total, iov);
+	if (p.has_direct()) {
+		_direct = lease_direct(_c, false);
+		if (!_direct) {
+			pc.odirect = false;
+			p = plan_read(_c.s, pc, _io.offset, _total, iov);
+		}
+	}
+	count_read(_c, p.disp);
+	DTRACE_PROBE4(dcache, read_plan, _io.offset, _total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
+	if (p.nsegs == 0) {
+		_stage = stage::done;
+		return;
+	}
+	_seg = p.segs[0];
+	_stage = stage::reading;
+	if (_seg.kind != seg_kind::direct && !_blocking && !_c.b().completes_inline() && _c.s.cached_read_fast_path &&
+	    (_c.s.io_cache_read == DCACHE_MODE_BUFFERED || _c.s.io_cache_read == DCACHE_MODE_DONTCACHE) &&
+	    !_c.f.no_nowait.load(std::memory_order_relaxed))
+		try_nowait();
+}
+
+// Cached-read fast path: preadv2(RWF_NOWAIT) in the calling thread.  Data
+// already in the page cache is returned without a hand-off; EAGAIN sends
+// the whole READ down the asynchronous path, a short read the remainder.
+void async_op::try_nowait()
+{
+	const bool dc = _seg.kind == seg_kind::dontcache && !_c.f.no_dontcache.load(std::memory_order_relaxed);
+	io::request req;
+	req.op = io::op_kind::read;
+	req.fd = _c.caller_fd;
+	req.offset = _io.offset;
+	req.iov = _io.iov;
+	req.iov_count = _io.iov_count;
+	req.rwf = RWF_NOWAIT | (dc ? RWF_DONTCACHE : 0);
+	const io::result r = _c.b().execute_now(req);
+	DTRACE_PROBE3(dcache, read_nowait, _io.offset, r.error, r.bytes);
+	if (r.ok()) {
+		_c.add(dc ? stat::dontcache_bytes : stat::buffered_bytes, r.bytes);
+		if (r.bytes == _total || r.bytes == 0) {
+			// All of it, or 0 bytes: end of file (nothing cached would
+			// have been EAGAIN).
+			_c.add(stat::read_nowait_hits);
+			_res.bytes = r.bytes;
+			_res.eof = r.bytes < _total;
+			_c.add(stat::read_bytes, r.bytes);
+			_stage = stage::done;
+			return;
+		}
+		// Part of it: the rest goes asynchronously (it may be EOF too,
+		// which the remainder's 0 bytes will say).
+		_c.add(stat::read_nowait_partial);
+		_base = r.bytes;
+		return;
+	}
+	_c.add(stat::read_nowait_misses);
+	if ((r.error == EOPNOTSUPP && !dc) || r.error == EINVAL) {
+		// The filesystem has no RWF_NOWAIT (with DONTCACHE in the flags,
+		// EOPNOTSUPP is DONTCACHE's: the main path learns that).
+		if (!_c.f.no_nowait.exchange(true, std::memory_order_relaxed)) {
+			_c.add(stat::fallback_no_nowait);
+			if (first_time(_c.e, log_no_nowait))
+				log_msg(DCACHE_LOG_WARN, "dcache %s: RWF_NOWAIT refused (%s): cached-read fast path off for such files",
+					_c.e.name, std::strerror(r.error));
+		}
+	}
+}
+
+bool async_op::next_read(io::request &req)
+{
+	if (_stage != stage::reading)
+		return false;
+	if (_seg.kind != seg_kind::direct) {
+		const std::vector<struct iovec> rest = slice(_io.iov, _io.iov_count, _base, _total - _base);
+		_cur = rest;
+		const bool dc = _seg.kind == seg_kind::dontcache;
+		_fallback_drop = dc && _c.f.no_dontcache.load(std::memory_order_relaxed);
+		_issued_rwf = dc && !_fallback_drop ? RWF_DONTCACHE : 0;
+		rw_request(req, io::op_kind::read, _io.fd, _io.offset + _base, _issued_rwf);
+		return true;
+	}
+	if (!_seg.bounce) {
+		_cur.assign(_io.iov, _io.iov + _io.iov_count);
+		rw_request(req, io::op_kind::read, _direct->fd, _seg.offset, 0);
+		return true;
+	}
+	auto buf = std::make_unique<aligned_buffer>();
+	if (!buf->allocate(_c.f.caps.mem_align, _seg.length)) {
+		fail(ENOMEM);
+		return false;
+	}
+	_bounce = std::move(buf);
+	_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(_seg.length)});
+	rw_request(req, io::op_kind::read, _direct->fd, _seg.offset, 0);
+	return true;
+}
+
+void async_op::on_read_result(io::result r)
+{
+	if (_seg.kind == seg_kind::direct && r.error == EINVAL) {
+		_c.add(stat::fallback_direct_einval);
+		if (first_time(_c.e, log_direct_einval))
+			log_msg(DCACHE_LOG_WARN, "dcache %s: direct read refused (EINVAL): reissued DONTCACHE", _c.e.name);
+		_bounce.reset();
+		_seg.kind = seg_kind::dontcache;
+		return; // next() reissues it
+	}
+	if (_seg.kind != seg_kind::direct && r.error == EOPNOTSUPP && _issued_rwf != 0) {
+		note_no_dontcache(_c);
+		return; // next() reissues it buffered
+	}
+	_stage = stage::done;
+	bool eof = false;
+	if (_seg.kind != seg_kind::direct) {
+		if (r.ok())
+			_c.add(_issued_rwf != 0 ? stat::dontcache_bytes : stat::buffered_bytes, r.bytes);
+		if (_fallback_drop) {
+			_c.add(stat::fallback_no_dontcache);
+			if (r.ok() && r.bytes > 0)
+				(void)drop_range(_c, _io.fd, _io.offset + _base, r.bytes);
+		}
+		if (r.ok()) {
+			r.bytes += _base;
+			eof = r.bytes < _total;
+		}
+	} else if (!_bounce) {
+		eof = r.ok() && r.bytes < _total;
+		if (r.ok())
+			_c.add(stat::direct_bytes, r.bytes);
+	} else {
+		if (r.ok()) {
+			// Widened read: skip the pad before the requested offset;
+			// a short read means end of file, so return what exists.
+			const std::uint64_t pad = _io.offset - _seg.offset;
+			const std::uint64_t avail = r.bytes > pad ? r.bytes - pad : 0;
+			const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(avail, _total));
+			scatter(_bounce->data() + pad, n, _io.iov, _io.iov_count);
+			eof = r.bytes < _seg.length && pad + n >= r.bytes;
+			_c.add(stat::read_bounce_copies);
+			_c.add(stat::direct_bytes, n);
+			r.bytes = n;
+		}
+		_bounce.reset();
+	}
+	if (!r.ok()) {
+		if (_base > 0) {
+			// The fast path delivered a prefix: a short read, like readv.
+			r = io::result::success(_base);
+			eof = false;
+		} else {
+			_c.add(stat::errors);
+			_res.error = r.error;
+			return;
+		}
+	}
+	_res.bytes = r.bytes;
+	_res.eof = eof;
+	_c.add(stat::read_bytes, r.bytes);
+	if (_c.s.io_cache_read == DCACHE_MODE_FADVISE && r.bytes > 0)
+		(void)drop_read_range(_c, r.bytes, eof);
+}
+
+bool async_op::next(io::request &req)
+{
+	return _write ? next_write(req) : next_read(req);
+}
+
+void async_op::on_result(io::result r)
+{
+	if (!_write)
+		on_read_result(r);
+	else if (_stage == stage::syncing)
+		on_sync_result(r);
+	else
+		on_write_result(r);
+}
+
+dcache_io_result async_op::finish() noexcept
+{
+	_bounce.reset();
+	_direct.reset();
+	if (_write && !_releases.empty()) {
+		// After the segments (the completing writer's data is in the
+		// page) and after the sync (the page is clean, the write-back is
+		// free).
+		release_boundary(_c.e, _releases, &_c.f, _io.fd);
+	}
+	_c.e.stats.record(_write ? DCACHE_OP_WRITE : DCACHE_OP_READ, elapsed_ns(_start));
+	return _res;
+}
+
+// Runs the chain from where it stands.  Returns true when the request is
+// finished (the caller finishes it), false when a completion will arrive on
+// another thread, which then owns the op: the caller must not touch it.
+//
+// The hand-off: before each submit, handoff = 0.  The completion exchanges
+// in 1: if it saw 0, the submitter is still inside submit() and continues
+// the chain itself.  The submitter exchanges in 2 after submit(): if it saw
+// 1, the completion already ran inline; if 0, it is still to come and its
+// thread drives the rest.
+bool drive(async_op *op) noexcept
+{
+	try {
+		for (;;) {
+			io::request req;
+			if (!op->next(req))
+				return true;
+			if (op->blocking()) {
+				op->on_result(op->backend().execute(req));
+				continue;
+			}
+			op->handoff.store(0, std::memory_order_relaxed);
+			op->backend().submit(req, *op);
+			if (op->handoff.exchange(2, std::memory_order_acq_rel) == 0)
+				return false;
+			op->on_result(op->last);
+		}
+	} catch (const std::bad_alloc &) {
+		op->fail(ENOMEM);
+	} catch (...) {
+		op->fail(EIO);
+	}
+	return true;
+}
+
+// Everything of the engine is released before done runs, so done may free
+// the file (and the export may go as soon as inflight_done has run).
+void finish_deferred(async_op *op) noexcept
+{
+	const dcache_io_result res = op->finish();
+	dcache_export &e = op->exp();
+	const dcache_io_done_fn done = op->done_fn();
+	void *const ctx = op->done_ctx();
+	e.stats.add(stat::io_deferred);
+	delete op;
+	inflight_done(e);
+	if (done != nullptr)
+		done(ctx, res);
+}
+
+void async_op::complete(io::result r) noexcept
+{
+	last = r;
+	if (handoff.exchange(1, std::memory_order_acq_rel) == 0)
+		return; // the submitter continues
+	try {
+		on_result(r);
+	} catch (...) {
+		fail(ENOMEM);
+	}
+	if (drive(this))
+		finish_deferred(this);
+}
+
+// The common start of READ and WRITE.
+bool start_io(dcache_export *exp, dcache_file *file, const dcache_io *io, bool write, dcache_io_done_fn done,
+	      void *done_ctx, dcache_io_result *inline_result, bool caller_waits) noexcept
+{
+	dcache_io_result dummy{};
+	dcache_io_result &out = inline_result != nullptr ? *inline_result : dummy;
+	if (exp == nullptr || file == nullptr || !valid_io(io)) {
+		out = failed(EINVAL);
+		return true;
+	}
+	async_op *op = nullptr;
+	try {
+		op = new async_op(*exp, *file, *io, write, done, done_ctx);
+		op->prepare(caller_waits);
+	} catch (const std::bad_alloc &) {
+		if (op == nullptr) {
+			exp->stats.add(stat::errors);
+			out = failed(ENOMEM);
+			return true;
+		}
+		op->fail(ENOMEM);
+	} catch (...) {
+		if (op == nullptr) {
+			exp->stats.add(stat::errors);
+			out = failed(EIO);
+			return true;
+		}
+		op->fail(EIO);
+	}
+	if (!drive(op))
+		return false;
+	out = op->finish();
+	exp->stats.add(stat::io_inline);
+	delete op;
+	inflight_done(*exp);
+	return true;
+}
+
+// The blocking API: start + wait.
+struct waiter {
+	std::mutex m;
+	std::condition_variable cv;
+	bool done = false;
+	dcache_io_result res{};
+
+	static void on_done(void *ctx, dcache_io_result r)
+	{
+		auto *w = static_cast<waiter *>(ctx);
+		std::lock_guard lock(w->m); // notify under the lock: w lives on the waiter's stack
+		w->res = r;
+		w->done = true;
+		w->cv.notify_one();
+	}
+};
+
+dcache_io_result run_blocking(dcache_export *exp, dcache_file *file, const dcache_io *io, bool write) noexcept
+{
+	waiter w;
+	dcache_io_result res{};
+	if (start_io(exp, file, io, write, &waiter::on_done, &w, &res, true))
+		return res;
+	std::unique_lock lock(w.m);
+	w.cv.wait(lock, [&] { return w.done; });
+	return w.res;
+}
+
+
 } // namespace
 
 std::uint64_t pack_settings(const dcache_settings &s) noexcept
@@ -800,7 +1221,8 @@ std::uint64_t pack_settings(const dcache_settings &s) noexcept
 	       ((static_cast<std::uint64_t>(s.direct_misaligned_num_pages) & 0xffff) << 16) |
 	       (static_cast<std::uint64_t>(s.direct_misaligned_dontcache) << 32) |
 	       ((static_cast<std::uint64_t>(s.direct_misaligned_memory) & 1) << 33) |
-	       (static_cast<std::uint64_t>(s.boundary_tracking) << 34);
+	       (static_cast<std::uint64_t>(s.boundary_tracking) << 34) |
+	       (static_cast<std::uint64_t>(s.cached_read_fast_path) << 35);
 }
 
 dcache_settings unpack_settings(std::uint64_t v) noexcept
@@ -812,6 +1234,7 @@ dcache_settings unpack_settings(std::uint64_t v) noexcept
 	s.direct_misaligned_dontcache = ((v >> 32) & 1) != 0;
 	s.direct_misaligned_memory = static_cast<dcache_mem_misaligned>((v >> 33) & 1);
 	s.boundary_tracking = ((v >> 34) & 1) != 0;
+	s.cached_read_fast_path = ((v >> 35) & 1) != 0;
 	// The tracker's limits do not fit the word; they live in the tracker
 	// (a request seeing old limits with new flags is harmless).
 	return s;
@@ -828,13 +1251,50 @@ dcache_export *export_new_with_backend(const dcache_settings *settings, const ch
 	e->boundary.set_limits(s.boundary_max_pages, s.boundary_max_age_ms);
 	std::snprintf(e->name, sizeof(e->name), "%s", name ? name : "(unnamed)");
 	e->backend = backend;
+	e->requested_backend.store(s.io_backend, std::memory_order_relaxed);
+	e->queue_depth.store(s.io_queue_depth, std::memory_order_relaxed);
+	if (backend != nullptr && !backend->completes_inline()) {
+		e->backend_kind = DCACHE_IO_BACKEND_IO_URING;
+		e->stats.add(stat::backend_io_uring);
+	}
 	return e;
+}
+
+namespace {
+constinit std::atomic<uring_factory> g_uring_factory{nullptr};
+
+void delete_export(dcache_export *exp) noexcept
+{
+	// Completions still finishing touch the export and its backend.
+	{
+		std::unique_lock lock(exp->inflight_mutex);
+		exp->inflight_cv.wait(lock, [exp] { return exp->inflight == 0; });
+	}
+	delete exp;
+}
+} // namespace
+
+void set_uring_factory(uring_factory f) noexcept
+{
+	g_uring_factory.store(f, std::memory_order_release);
 }
 
 void export_unref(dcache_export *exp) noexcept
 {
-	if (exp != nullptr && exp->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
-		delete exp;
+	if (exp == nullptr || exp->refs.fetch_sub(1, std::memory_order_acq_rel) != 1)
+		return;
+	// A backend cannot be destroyed on its own completion thread (it joins
+	// that thread): if the last reference goes there (a done callback
+	// freeing the last file), the deletion moves to a thread of its own.
+	if (exp->backend != nullptr && exp->backend->on_completion_thread()) {
+		try {
+			std::thread([exp] { delete_export(exp); }).detach();
+			return;
+		} catch (...) {
+			return; // no thread: leak rather than deadlock
+		}
+	}
+	delete_export(exp);
 }
 
 } // namespace dcache::core
@@ -845,11 +1305,37 @@ extern "C" {
 
 struct dcache_export *dcache_export_new(const struct dcache_settings *settings, const char *name)
 {
+	// The backend is chosen here, once: IO_Backend and IO_Queue_Depth are
+	// not live settings (see dcache_export_update).
 	try {
-		auto backend = std::make_unique<dcache::io::sync_backend>();
-		dcache_export *e = export_new_with_backend(settings, name, backend.get());
-		if (e != nullptr)
-			e->owned_backend = std::move(backend);
+		const dcache_settings s = settings ? *settings : dcache_settings_default();
+		std::unique_ptr<dcache::io::backend> backend;
+		int uring_error = 0;
+		std::string why;
+		if (s.io_backend == DCACHE_IO_BACKEND_IO_URING) {
+			const uring_factory make = g_uring_factory.load(std::memory_order_acquire);
+			dcache::io::uring_open_result r =
+				make != nullptr ? make(s.io_queue_depth) : dcache::io::make_uring_backend(s.io_queue_depth);
+			if (r.error == 0 && r.backend) {
+				backend = std::move(r.backend);
+			} else {
+				uring_error = r.error != 0 ? r.error : EIO;
+				why = r.why;
+			}
+		}
+		if (!backend)
+			backend = std::make_unique<dcache::io::sync_backend>();
+		dcache_export *e = export_new_with_backend(&s, name, backend.get());
+		if (e == nullptr)
+			return nullptr;
+		e->owned_backend = std::move(backend);
+		if (uring_error != 0) {
+			// ENOSYS, EPERM (io_uring_disabled, seccomp), EACCES, EOPNOTSUPP,
+			// or resources: the export still works, synchronously.
+			e->stats.add(stat::fallback_no_io_uring);
+			log_msg(DCACHE_LOG_WARN, "dcache %s: io_uring unavailable (%s: %s): using the synchronous backend",
+				e->name, std::strerror(uring_error), why.empty() ? "no detail" : why.c_str());
+		}
 		return e;
 	} catch (...) {
 		return nullptr;
@@ -859,6 +1345,16 @@ struct dcache_export *dcache_export_new(const struct dcache_settings *settings, 
 void dcache_export_update(struct dcache_export *exp, const struct dcache_settings *settings)
 {
 	if (exp != nullptr && settings != nullptr) {
+		// The backend was chosen at export creation and is not switched
+		// under requests in flight: a changed IO_Backend / IO_Queue_Depth
+		// takes effect at the next restart or re-export.
+		const int old_backend = exp->requested_backend.exchange(settings->io_backend, std::memory_order_relaxed);
+		const std::uint32_t old_depth = exp->queue_depth.exchange(settings->io_queue_depth, std::memory_order_relaxed);
+		if (old_backend != settings->io_backend || old_depth != settings->io_queue_depth)
+			log_msg(DCACHE_LOG_INFO,
+				"dcache %s: IO_Backend = %s, IO_Queue_Depth = %u take effect at the next restart or re-export; running on %s",
+				exp->name, settings->io_backend == DCACHE_IO_BACKEND_SYNC ? "sync" : "io_uring",
+				settings->io_queue_depth, exp->backend != nullptr ? exp->backend->name() : "?");
 		exp->boundary.set_limits(settings->boundary_max_pages, settings->boundary_max_age_ms);
 		exp->packed_settings.store(pack_settings(*settings), std::memory_order_release);
 	}
@@ -871,6 +1367,8 @@ struct dcache_settings dcache_export_settings(const struct dcache_export *exp)
 	dcache_settings s = unpack_settings(exp->packed_settings.load(std::memory_order_acquire));
 	s.boundary_max_pages = exp->boundary.max_pages();
 	s.boundary_max_age_ms = exp->boundary.max_age_ms();
+	s.io_backend = static_cast<dcache_io_backend>(exp->requested_backend.load(std::memory_order_relaxed));
+	s.io_queue_depth = exp->queue_depth.load(std::memory_order_relaxed);
 	return s;
 }
 
@@ -914,14 +1412,17 @@ void dcache_file_close(struct dcache_file *file)
 			file->exp->boundary.take_file(file->boundary, 0, UINT64_MAX, list);
 			release_boundary(*file->exp, list, file, -1);
 			// Another file's request may be releasing one of our pages
-			// (age, ceiling) through direct_fd: let it finish first.
+			// (age, ceiling) through our descriptor: let it finish first.
 			file->exp->boundary.wait_idle(file->boundary);
 		}
-		std::unique_lock lock(file->fd_mutex); // waits for I/O in flight
-		if (file->direct_fd >= 0 && file->exp != nullptr)
-			file->exp->backend->close_fd(file->direct_fd);
-		file->direct_fd = -1;
-		file->direct_fd_writable = false;
+		// Drop the file's references: a descriptor with requests in
+		// flight is closed by the last of them, without waiting here.
+		fd_ref direct, buffered;
+		{
+			std::unique_lock lock(file->fd_mutex);
+			direct = std::move(file->direct);
+			buffered = std::move(file->buffered);
+		}
 	} catch (...) {
 		// std::system_error from the lock: nothing sensible to do.
 	}
@@ -950,41 +1451,30 @@ void dcache_file_free(struct dcache_file *file)
 struct dcache_io_result dcache_read(struct dcache_export *exp, struct dcache_file *file,
 				    const struct dcache_io *io)
 {
-	if (exp == nullptr || file == nullptr || !valid_io(io))
-		return failed(EINVAL);
-	try {
-		const ctx c{*exp, *file, *io, unpack_settings(exp->packed_settings.load(std::memory_order_acquire))};
-		const auto start = std::chrono::steady_clock::now();
-		const dcache_io_result r = do_read(c);
-		exp->stats.record(DCACHE_OP_READ, elapsed_ns(start));
-		return r;
-	} catch (const std::bad_alloc &) {
-		exp->stats.add(stat::errors);
-		return failed(ENOMEM);
-	} catch (...) {
-		exp->stats.add(stat::errors);
-		return failed(EIO);
-	}
+	return run_blocking(exp, file, io, false);
 }
 
 struct dcache_io_result dcache_write(struct dcache_export *exp, struct dcache_file *file,
 				     const struct dcache_io *io)
 {
-	if (exp == nullptr || file == nullptr || !valid_io(io))
-		return failed(EINVAL);
-	try {
-		const ctx c{*exp, *file, *io, unpack_settings(exp->packed_settings.load(std::memory_order_acquire))};
-		const auto start = std::chrono::steady_clock::now();
-		const dcache_io_result r = do_write(c);
-		exp->stats.record(DCACHE_OP_WRITE, elapsed_ns(start));
-		return r;
-	} catch (const std::bad_alloc &) {
-		exp->stats.add(stat::errors);
-		return failed(ENOMEM);
-	} catch (...) {
-		exp->stats.add(stat::errors);
-		return failed(EIO);
-	}
+	return run_blocking(exp, file, io, true);
+}
+
+bool dcache_read_start(struct dcache_export *exp, struct dcache_file *file, const struct dcache_io *io,
+		       dcache_io_done_fn done, void *ctx, struct dcache_io_result *inline_result)
+{
+	return start_io(exp, file, io, false, done, ctx, inline_result, false);
+}
+
+bool dcache_write_start(struct dcache_export *exp, struct dcache_file *file, const struct dcache_io *io,
+			dcache_io_done_fn done, void *ctx, struct dcache_io_result *inline_result)
+{
+	return start_io(exp, file, io, true, done, ctx, inline_result, false);
+}
+
+const char *dcache_export_backend_name(const struct dcache_export *exp)
+{
+	return exp != nullptr && exp->backend != nullptr ? exp->backend->name() : "none";
 }
 
 int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int fd, uint64_t offset,

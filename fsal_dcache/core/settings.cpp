@@ -15,6 +15,8 @@ constexpr std::uint32_t k_max_num_pages = 1024;
 // page may wait for its neighbour.
 constexpr std::uint32_t k_max_boundary_pages = 1u << 20;
 constexpr std::uint32_t k_max_boundary_age_ms = 3600u * 1000u;
+// uring_backend::k_max_depth (not included here: settings stay pure).
+constexpr std::uint32_t k_max_queue_depth = 4096;
 
 std::string_view trim(std::string_view s) noexcept
 {
@@ -151,6 +153,9 @@ struct dcache_settings dcache_settings_default(void)
 	s.boundary_tracking = true;
 	s.boundary_max_pages = 4096;   // 16 MiB of page cache per export
 	s.boundary_max_age_ms = 5000;
+	s.io_backend = DCACHE_IO_BACKEND_IO_URING;
+	s.io_queue_depth = 64;
+	s.cached_read_fast_path = true;
 	return s;
 }
 
@@ -219,6 +224,29 @@ int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache
 	    !parse_uint(text->boundary_max_age_ms, 1, k_max_boundary_age_ms, &s.boundary_max_age_ms)) {
 		explain(why, why_len, "Boundary_Max_Age_Ms", text->boundary_max_age_ms,
 			"an integer from 1 to 3600000 (milliseconds)");
+		return EINVAL;
+	}
+	if (text->io_backend != nullptr) {
+		const std::string_view v = trim(text->io_backend);
+		if (iequals(v, "io_uring")) {
+			s.io_backend = DCACHE_IO_BACKEND_IO_URING;
+		} else if (iequals(v, "sync")) {
+			s.io_backend = DCACHE_IO_BACKEND_SYNC;
+		} else {
+			explain(why, why_len, "IO_Backend", text->io_backend, "io_uring, sync");
+			return EINVAL;
+		}
+	}
+	if (text->io_queue_depth != nullptr &&
+	    !parse_uint(text->io_queue_depth, 1, k_max_queue_depth, &s.io_queue_depth)) {
+		explain(why, why_len, "IO_Queue_Depth", text->io_queue_depth,
+			"an integer from 1 to 4096 (io_uring entries)");
+		return EINVAL;
+	}
+	if (text->cached_read_fast_path != nullptr &&
+	    !parse_bool(text->cached_read_fast_path, &s.cached_read_fast_path)) {
+		explain(why, why_len, "Cached_Read_Fast_Path", text->cached_read_fast_path,
+			"true, false, yes, no, on, off, 1, 0");
 		return EINVAL;
 	}
 	*out = s;

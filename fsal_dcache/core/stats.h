@@ -30,7 +30,10 @@ namespace dcache::core {
 	X(boundary_held) X(boundary_completed) X(boundary_released_by_age)                \
 	X(boundary_released_by_ceiling) X(boundary_released_at_commit)                    \
 	X(boundary_not_held) X(boundary_release_no_fd)                                    \
-	X(boundary_pages_current) X(boundary_bytes_current)
+	X(boundary_pages_current) X(boundary_bytes_current)                              \
+	X(read_nowait_hits) X(read_nowait_partial) X(read_nowait_misses)                  \
+	X(fallback_no_nowait) X(fallback_no_io_uring) X(backend_io_uring)                 \
+	X(io_deferred) X(io_inline)
 
 enum class stat : std::size_t {
 #define DCACHE_STAT_ENUM(n) n,
@@ -52,7 +55,8 @@ inline constexpr std::array<const char *, k_stat_count> k_stat_names = {
 // sub() would wrap it.
 [[nodiscard]] constexpr bool is_gauge(stat s) noexcept
 {
-	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current;
+	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current ||
+	       s == stat::backend_io_uring;
 }
 
 // Service times of one kind of request.  min/max are kept with CAS loops;

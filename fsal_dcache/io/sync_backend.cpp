@@ -102,12 +102,27 @@ dio_caps sync_backend::probe_dio(int fd) noexcept
 	return probe_xfs_dioinfo(fd);
 }
 
+namespace {
+open_result reopen(int fd, int extra) noexcept;
+}
+
 open_result sync_backend::open_direct(int fd) noexcept
+{
+	return reopen(fd, O_DIRECT);
+}
+
+open_result sync_backend::open_buffered(int fd) noexcept
+{
+	return reopen(fd, 0);
+}
+
+namespace {
+open_result reopen(int fd, int extra) noexcept
 {
 	char path[64];
 	std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	int accmode = O_RDWR;
-	int dfd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	int dfd = open(path, O_RDWR | extra | O_CLOEXEC);
 	if (dfd < 0 && errno == EACCES) {
 		// The object may be read-only to us (or opened O_RDONLY by the
 		// sub-FSAL on a read-only file): reopen with the same access mode.
@@ -115,12 +130,13 @@ open_result sync_backend::open_direct(int fd) noexcept
 		if (fl < 0)
 			return {errno, -1};
 		accmode = fl & O_ACCMODE;
-		dfd = open(path, accmode | O_DIRECT | O_CLOEXEC);
+		dfd = open(path, accmode | extra | O_CLOEXEC);
 	}
 	if (dfd < 0)
 		return {errno, -1, false, false};
 	return {0, dfd, accmode != O_WRONLY, accmode != O_RDONLY};
 }
+} // namespace
 
 void sync_backend::close_fd(int fd) noexcept
 {

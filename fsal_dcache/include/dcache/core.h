@@ -42,6 +42,15 @@ enum dcache_mem_misaligned {
 	DCACHE_MEM_MISALIGNED_BUFFERED = 1, /* the kernel's choice: no split */
 };
 
+/* How an export submits its I/O (IO_Backend).  Chosen at
+ * dcache_export_new; a changed value takes effect at the next
+ * restart/re-export (dcache_export_update logs that and keeps the
+ * running backend). */
+enum dcache_io_backend {
+	DCACHE_IO_BACKEND_IO_URING = 0, /* default; falls back to sync if unavailable */
+	DCACHE_IO_BACKEND_SYNC = 1,
+};
+
 #ifdef __cplusplus
 #define DCACHE_UNSET = nullptr
 #else
@@ -62,6 +71,9 @@ struct dcache_settings_text {
 	const char *boundary_tracking DCACHE_UNSET;   /* bool, default true */
 	const char *boundary_max_pages DCACHE_UNSET;  /* 1 .. 1048576, default 4096 */
 	const char *boundary_max_age_ms DCACHE_UNSET; /* 1 .. 3600000, default 5000 */
+	const char *io_backend DCACHE_UNSET;            /* io_uring | sync, default io_uring */
+	const char *io_queue_depth DCACHE_UNSET;        /* 1 .. 4096, default 64 */
+	const char *cached_read_fast_path DCACHE_UNSET; /* bool, default true */
 };
 
 /* Validated settings. */
@@ -78,6 +90,12 @@ struct dcache_settings {
 	bool boundary_tracking;
 	uint32_t boundary_max_pages;  /* pages held per export, at most */
 	uint32_t boundary_max_age_ms; /* a held page older than this is released */
+	/* Chosen at export creation (see enum dcache_io_backend). */
+	enum dcache_io_backend io_backend;
+	uint32_t io_queue_depth; /* io_uring ring entries */
+	/* Buffered/DONTCACHE READs on an asynchronous backend try
+	 * preadv2(RWF_NOWAIT) inline first: page-cache hits need no hand-off. */
+	bool cached_read_fast_path;
 };
 
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */
@@ -143,13 +161,44 @@ struct dcache_io_result {
 	bool eof;      /* READ: end of file reached */
 };
 
-/* Blocking; thread-safe. */
+/* Blocking (start + wait); thread-safe. */
 struct dcache_io_result dcache_read(struct dcache_export *exp,
 				    struct dcache_file *file,
 				    const struct dcache_io *io);
 struct dcache_io_result dcache_write(struct dcache_export *exp,
 				     struct dcache_file *file,
 				     const struct dcache_io *io);
+/* Asynchronous READ/WRITE.
+ *
+ * Starts the request.  Returns true when it completed inline: the result is
+ * in *inline_result and done is NOT called.  Returns false when
+ * done(ctx, result) will be called exactly once later, from another thread
+ * (the backend's completion thread), possibly before this function has
+ * returned to its caller.
+ *
+ * io->fd need only be valid during this call: for anything that outlives it
+ * the engine uses descriptors of its own on the same inode (a lazily opened
+ * buffered one and the O_DIRECT one), closed only after the last request
+ * using them has completed.  The io->iov ARRAY is copied; the BUFFERS it
+ * points at must stay valid (and, for a WRITE, unmodified) until
+ * completion.  The file must not be freed (dcache_file_free) before
+ * completion; dcache_file_close during flight is fine.  done must not block
+ * for long (it delays other completions); everything of the engine is
+ * released before done is called, so done may free the file.
+ *
+ * Thread-safe.  Latency is measured from start to completion. */
+typedef void (*dcache_io_done_fn)(void *ctx, struct dcache_io_result result);
+bool dcache_read_start(struct dcache_export *exp, struct dcache_file *file,
+		       const struct dcache_io *io, dcache_io_done_fn done,
+		       void *ctx, struct dcache_io_result *inline_result);
+bool dcache_write_start(struct dcache_export *exp, struct dcache_file *file,
+			const struct dcache_io *io, dcache_io_done_fn done,
+			void *ctx, struct dcache_io_result *inline_result);
+
+/* The backend the export actually runs ("io_uring", "sync"); static
+ * string.  Thread-safe. */
+const char *dcache_export_backend_name(const struct dcache_export *exp);
+
 /* Called after the sub-FSAL's COMMIT succeeded on [offset, offset+len)
  * (len 0: to end of file), which took sync_ns; counts it and does the
  * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode, and

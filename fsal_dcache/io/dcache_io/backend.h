@@ -14,6 +14,8 @@
 
 #include "dcache_io/request.h"
 
+#include <cerrno>
+
 namespace dcache::io {
 
 class completion {
@@ -56,6 +58,31 @@ public:
 	// and releases it with close_fd().
 	[[nodiscard]] virtual open_result open_direct(int fd) noexcept = 0;
 	virtual void close_fd(int fd) noexcept = 0;
+
+	// ---- asynchronous callers (added for the engine's *_start API) ----
+
+	// Blocking execution in the CALLING thread, never handed to another
+	// thread (io_uring: a plain syscall instead of a ring round trip).
+	// Used for RWF_NOWAIT attempts, whose point is to avoid a hand-off.
+	[[nodiscard]] virtual result execute_now(const request &req) noexcept { return execute(req); }
+
+	// true when submit() always completes inside the call (the default
+	// submit above).  The engine then issues on the caller's descriptor
+	// and skips the RWF_NOWAIT attempt (it would only add a syscall).
+	[[nodiscard]] virtual bool completes_inline() const noexcept { return true; }
+
+	// true on the thread that runs completions (a backend must not be
+	// destroyed there: see uring_backend).
+	[[nodiscard]] virtual bool on_completion_thread() const noexcept { return false; }
+
+	// Opens a plain (buffered) descriptor on the same inode as fd, owned by
+	// the caller (close_fd), for requests that outlive the caller's fd.
+	// Default: not supported (the engine then stays synchronous).
+	[[nodiscard]] virtual open_result open_buffered(int fd) noexcept
+	{
+		(void)fd;
+		return {EOPNOTSUPP, -1, false, false};
+	}
 };
 
 } // namespace dcache::io

@@ -14,6 +14,10 @@
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080
 #endif
+// Linux 4.14; present in bookworm's headers, defined here for completeness.
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008
+#endif
 
 namespace dcache::io {
 

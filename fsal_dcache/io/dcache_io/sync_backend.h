@@ -14,6 +14,8 @@ public:
 	[[nodiscard]] dio_caps probe_dio(int fd) noexcept override;
 	[[nodiscard]] open_result open_direct(int fd) noexcept override;
 	void close_fd(int fd) noexcept override;
+	// open("/proc/self/fd/<fd>", O_RDWR|O_CLOEXEC), EACCES: fd's access mode.
+	[[nodiscard]] open_result open_buffered(int fd) noexcept override;
 };
 
 // The probes on their own, for tests and tools.

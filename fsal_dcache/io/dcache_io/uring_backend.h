@@ -97,6 +97,14 @@ public:
 	[[nodiscard]] dio_caps probe_dio(int fd) noexcept override { return _sync.probe_dio(fd); }
 	[[nodiscard]] open_result open_direct(int fd) noexcept override { return _sync.open_direct(fd); }
 	void close_fd(int fd) noexcept override { _sync.close_fd(fd); }
+	[[nodiscard]] open_result open_buffered(int fd) noexcept override { return _sync.open_buffered(fd); }
+	// A plain syscall in the calling thread (RWF_NOWAIT attempts).
+	[[nodiscard]] result execute_now(const request &req) noexcept override { return _sync.execute(req); }
+	[[nodiscard]] bool completes_inline() const noexcept override { return false; }
+	[[nodiscard]] bool on_completion_thread() const noexcept override
+	{
+		return std::this_thread::get_id() == _reaper_id;
+	}
 
 	// ---- inspection (tests, stats) ----
 	[[nodiscard]] unsigned depth() const noexcept { return _depth; }

@@ -1,0 +1,814 @@
+// The asynchronous data path (dcache_read_start / dcache_write_start):
+// inline versus deferred completion, done called exactly once, the order of
+// a split WRITE's chain (head -> middle -> tail -> sync), short transfers
+// mid-chain, bounce-buffer and descriptor lifetimes across the hand-off,
+// the RWF_NOWAIT cached-read fast path, the io_uring -> sync fallback, and
+// one run over the real io_uring backend with many requests in flight.
+//
+// The asynchronous fake: wraps fake_backend (which does the bytes and the
+// fault injection); submit() only queues, and the test releases the queued
+// requests one by one, so every interleaving is explicit.
+#include "dcache_io/fake_backend.h"
+#include "dcache_io/uring_backend.h"
+#include "engine.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using dcache::io::fake_backend;
+using dcache::io::op_kind;
+using namespace dcache::core;
+
+namespace {
+
+std::mutex g_log_mutex;
+std::vector<std::string> g_log_lines;
+void capture_log(dcache_log_level, const char *msg)
+{
+	std::lock_guard lock(g_log_mutex);
+	g_log_lines.emplace_back(msg);
+}
+std::vector<std::string> log_lines()
+{
+	std::lock_guard lock(g_log_mutex);
+	return g_log_lines;
+}
+
+std::uint64_t stat_of(const dcache_export *e, const char *name)
+{
+	for (std::size_t i = 0; i < dcache_stats_count(); ++i)
+		if (std::strcmp(dcache_stats_name(i), name) == 0)
+			return dcache_stats_value(e, i);
+	ADD_FAILURE() << "no counter named " << name;
+	return 0;
+}
+
+class async_fake final : public dcache::io::backend {
+public:
+	static constexpr int k_buffered_base = 50000;
+
+	explicit async_fake(fake_backend &inner) : _inner(inner) {}
+
+	[[nodiscard]] const char *name() const noexcept override { return "async_fake"; }
+	[[nodiscard]] dcache::io::result execute(const dcache::io::request &req) noexcept override
+	{
+		return _inner.execute(translate(req));
+	}
+	[[nodiscard]] dcache::io::result execute_now(const dcache::io::request &req) noexcept override
+	{
+		_now_calls.fetch_add(1);
+		return _inner.execute(translate(req));
+	}
+	void submit(const dcache::io::request &req, dcache::io::completion &c) noexcept override
+	{
+		std::lock_guard lock(_mutex);
+		queued q;
+		q.iov.assign(req.iov, req.iov + req.iov_count);
+		q.req = req;
+		q.c = &c;
+		_queue.push_back(std::move(q));
+	}
+	[[nodiscard]] bool completes_inline() const noexcept override { return false; }
+	[[nodiscard]] dcache::io::dio_caps probe_dio(int fd) noexcept override { return _inner.probe_dio(base(fd)); }
+	[[nodiscard]] dcache::io::open_result open_direct(int fd) noexcept override
+	{
+		return _inner.open_direct(base(fd));
+	}
+	[[nodiscard]] dcache::io::open_result open_buffered(int fd) noexcept override
+	{
+		_buffered_open.fetch_add(1);
+		return {0, base(fd) + k_buffered_base, true, true};
+	}
+	void close_fd(int fd) noexcept override
+	{
+		if (fd >= k_buffered_base && fd < fake_backend::k_direct_fd_base)
+			_buffered_open.fetch_sub(1);
+		else
+			_inner.close_fd(fd);
+	}
+
+	// ---- the test's side ----
+	[[nodiscard]] std::size_t pending() const
+	{
+		std::lock_guard lock(_mutex);
+		return _queue.size();
+	}
+	// The oldest queued request (as issued: fd not translated).
+	[[nodiscard]] dcache::io::request front() const
+	{
+		std::lock_guard lock(_mutex);
+		return _queue.front().req;
+	}
+	// Executes and completes the oldest queued request, on this thread.
+	void release_one()
+	{
+		queued q;
+		{
+			std::lock_guard lock(_mutex);
+			ASSERT_FALSE(_queue.empty());
+			q = std::move(_queue.front());
+			_queue.pop_front();
+		}
+		q.req.iov = q.iov.data();
+		const dcache::io::result r = _inner.execute(translate(q.req));
+		q.c->complete(r);
+	}
+	void release_all()
+	{
+		while (pending() > 0)
+			release_one();
+	}
+	[[nodiscard]] int buffered_open() const { return _buffered_open.load(); }
+	[[nodiscard]] int now_calls() const { return _now_calls.load(); }
+
+private:
+	struct queued {
+		dcache::io::request req;
+		std::vector<struct iovec> iov;
+		dcache::io::completion *c = nullptr;
+	};
+	static int base(int fd) noexcept
+	{
+		return fd >= k_buffered_base && fd < fake_backend::k_direct_fd_base ? fd - k_buffered_base : fd;
+	}
+	static dcache::io::request translate(dcache::io::request r) noexcept
+	{
+		r.fd = base(r.fd);
+		return r;
+	}
+
+	fake_backend &_inner;
+	mutable std::mutex _mutex;
+	std::deque<queued> _queue;
+	std::atomic<int> _buffered_open{0};
+	std::atomic<int> _now_calls{0};
+};
+
+// A done callback that records how often, with what, and on which thread.
+struct done_probe {
+	std::atomic<int> calls{0};
+	dcache_io_result res{};
+	static void fn(void *ctx, dcache_io_result r)
+	{
+		auto *p = static_cast<done_probe *>(ctx);
+		p->res = r;
+		p->calls.fetch_add(1);
+	}
+};
+
+std::vector<std::uint8_t> pattern(std::size_t n, unsigned seed)
+{
+	std::vector<std::uint8_t> v(n);
+	for (std::size_t i = 0; i < n; ++i)
+		v[i] = static_cast<std::uint8_t>((i * 131 + seed * 7 + i / 4096) & 0xff);
+	return v;
+}
+
+constexpr int k_fd = 7;
+
+class engine_async : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		{
+			std::lock_guard lock(g_log_mutex);
+			g_log_lines.clear();
+		}
+		dcache_set_log(capture_log);
+		fb.set_caps({512, 4096, 4096, dcache::io::dio_caps::source::fake});
+		make(dcache_settings_default());
+	}
+	void TearDown() override
+	{
+		ab.release_all();
+		dcache_file_free(file);
+		dcache_export_free(exp);
+		EXPECT_EQ(fb.open_direct_fds(), 0) << "O_DIRECT descriptor leaked";
+		EXPECT_EQ(ab.buffered_open(), 0) << "buffered twin leaked";
+		dcache_set_log(nullptr);
+	}
+	void make(dcache_settings s)
+	{
+		if (file)
+			dcache_file_free(file);
+		if (exp)
+			dcache_export_free(exp);
+		exp = export_new_with_backend(&s, "export 9 /async", &ab);
+		ASSERT_NE(exp, nullptr);
+		file = dcache_file_new(exp);
+		ASSERT_NE(file, nullptr);
+	}
+	bool write_start(std::uint64_t off, const std::vector<std::uint8_t> &data, std::size_t mem_shift, bool stable,
+			 done_probe &d, dcache_io_result &inl)
+	{
+		// Buffer at a chosen distance from a 4096-aligned address, kept
+		// alive by the fixture until the end of the test.
+		auto *raw = static_cast<std::uint8_t *>(std::aligned_alloc(4096, ((data.size() + mem_shift) / 4096 + 1) * 4096));
+		_bufs.emplace_back(raw, &std::free);
+		std::memcpy(raw + mem_shift, data.data(), data.size());
+		_iov = {raw + mem_shift, data.size()};
+		const dcache_io io{k_fd, off, &_iov, 1, stable};
+		return dcache_write_start(exp, file, &io, &done_probe::fn, &d, &inl);
+	}
+	bool read_start(std::uint64_t off, std::vector<std::uint8_t> &into, done_probe &d, dcache_io_result &inl)
+	{
+		_iov = {into.data(), into.size()};
+		const dcache_io io{k_fd, off, &_iov, 1, false};
+		return dcache_read_start(exp, file, &io, &done_probe::fn, &d, &inl);
+	}
+	std::size_t nowait_calls() const
+	{
+		std::size_t n = 0;
+		for (const auto &c : fb.calls())
+			if (c.op == op_kind::read && (c.rwf & RWF_NOWAIT))
+				++n;
+		return n;
+	}
+
+	fake_backend fb;
+	async_fake ab{fb};
+	dcache_export *exp = nullptr;
+	dcache_file *file = nullptr;
+	struct iovec _iov {};
+	std::vector<std::unique_ptr<std::uint8_t, decltype(&std::free)>> _bufs;
+};
+
+// ---- inline versus deferred ------------------------------------------------
+
+TEST(engine_async_inline, synchronous_backend_completes_inline_without_done)
+{
+	fake_backend fb;
+	const dcache_settings s = dcache_settings_default();
+	dcache_export *exp = export_new_with_backend(&s, "inline", &fb);
+	dcache_file *file = dcache_file_new(exp);
+	std::vector<std::uint8_t> data = pattern(5000, 1);
+	struct iovec v {data.data(), data.size()};
+	const dcache_io io{k_fd, 10, &v, 1, true};
+	done_probe d;
+	dcache_io_result r{};
+	ASSERT_TRUE(dcache_write_start(exp, file, &io, &done_probe::fn, &d, &r));
+	EXPECT_EQ(r.error, 0);
+	EXPECT_EQ(r.bytes, 5000u);
+	EXPECT_TRUE(r.stable);
+	EXPECT_EQ(d.calls.load(), 0) << "done must not be called for an inline completion";
+	EXPECT_EQ(fb.calls().back().fd, k_fd) << "an inline backend uses the caller's descriptor";
+	EXPECT_EQ(stat_of(exp, "io_inline"), 1u);
+	EXPECT_EQ(stat_of(exp, "read_nowait_hits") + stat_of(exp, "read_nowait_misses"), 0u);
+	EXPECT_STREQ(dcache_export_backend_name(exp), "fake");
+	EXPECT_EQ(stat_of(exp, "backend_io_uring"), 0u);
+	dcache_file_free(file);
+	dcache_export_free(exp);
+}
+
+TEST_F(engine_async, deferred_write_calls_done_exactly_once_with_the_result)
+{
+	const auto data = pattern(10000, 2);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(write_start(123, data, 3, false, d, inl));
+	EXPECT_EQ(d.calls.load(), 0);
+	EXPECT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().fd, k_fd + async_fake::k_buffered_base)
+		<< "a request outliving the call runs on the engine's own descriptor";
+	EXPECT_EQ(ab.buffered_open(), 1);
+	ab.release_all();
+	EXPECT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.error, 0);
+	EXPECT_EQ(d.res.bytes, 10000u);
+	const auto c = fb.contents(k_fd);
+	ASSERT_EQ(c.size(), 10123u);
+	EXPECT_TRUE(std::equal(c.begin() + 123, c.end(), data.begin()));
+	EXPECT_EQ(stat_of(exp, "io_deferred"), 1u);
+	const dcache_latency lat = dcache_stats_latency(exp, DCACHE_OP_WRITE);
+	EXPECT_EQ(lat.count, 1u) << "latency is recorded once, at completion";
+	// A second request reuses the twin.
+	done_probe d2;
+	ASSERT_FALSE(write_start(0, data, 0, false, d2, inl));
+	ab.release_all();
+	EXPECT_EQ(d2.calls.load(), 1);
+	EXPECT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(ab.buffered_open(), 1);
+}
+
+// ---- the chain of a split WRITE ---------------------------------------------
+
+TEST_F(engine_async, split_write_chain_is_head_middle_tail_then_one_sync)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT_FILE_SYNC;
+	s.boundary_tracking = false;
+	make(s);
+	const auto data = pattern(20000, 3);
+	done_probe d;
+	dcache_io_result inl{};
+	// Memory shift 5: the middle is not 512-aligned in memory -> bounce.
+	ASSERT_FALSE(write_start(1000, data, 5, false, d, inl));
+	struct expect_step {
+		op_kind op;
+		bool direct;
+		std::uint64_t offset;
+	};
+	const expect_step order[] = {{op_kind::write, false, 1000},
+				     {op_kind::write, true, 4096},
+				     {op_kind::write, false, 20480},
+				     {op_kind::fsync, false, 0}};
+	for (const auto &want : order) {
+		ASSERT_EQ(ab.pending(), 1u) << "one step in flight at a time";
+		const auto q = ab.front();
+		EXPECT_EQ(q.op, want.op);
+		EXPECT_EQ(q.fd >= fake_backend::k_direct_fd_base, want.direct);
+		if (q.op == op_kind::write) {
+			EXPECT_EQ(q.offset, want.offset);
+		}
+		EXPECT_EQ(d.calls.load(), 0);
+		// Let the engine's stack unwind before releasing: ASan catches a
+		// bounce buffer freed before the middle completed.
+		std::this_thread::yield();
+		ab.release_one();
+	}
+	EXPECT_EQ(ab.pending(), 0u);
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.bytes, 20000u);
+	EXPECT_TRUE(d.res.stable);
+	EXPECT_EQ(stat_of(exp, "write_bounce_copies"), 1u);
+	EXPECT_EQ(stat_of(exp, "syncs_fsync"), 1u);
+	const auto c = fb.contents(k_fd);
+	ASSERT_EQ(c.size(), 21000u);
+	EXPECT_TRUE(std::equal(c.begin() + 1000, c.end(), data.begin())) << "bounce copy written intact";
+}
+
+TEST_F(engine_async, short_middle_ends_the_chain_with_the_bytes_done)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.boundary_tracking = false;
+	make(s);
+	fb.short_call(1, 4096); // the middle transfers 4096 of 16384
+	const auto data = pattern(20000, 4);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(write_start(1000, data, 0, true, d, inl));
+	ab.release_one(); // head
+	ab.release_one(); // short middle
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().op, op_kind::fsync) << "no tail after a short middle; stable still synced";
+	ab.release_one();
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.error, 0);
+	EXPECT_EQ(d.res.bytes, 3096u + 4096u);
+	EXPECT_TRUE(d.res.stable);
+	EXPECT_EQ(stat_of(exp, "short_transfers"), 1u);
+	EXPECT_EQ(fb.count(op_kind::write), 2u);
+}
+
+TEST_F(engine_async, error_on_first_segment_fails_without_sync)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT_FILE_SYNC;
+	make(s);
+	fb.fail_call(0, EIO);
+	const auto data = pattern(20000, 5);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(write_start(1000, data, 0, false, d, inl));
+	ab.release_all();
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.error, EIO);
+	EXPECT_FALSE(d.res.stable);
+	EXPECT_EQ(fb.count(op_kind::fsync), 0u);
+}
+
+// ---- descriptor lifetime ------------------------------------------------------
+
+TEST_F(engine_async, close_during_flight_closes_descriptors_after_completion)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DIRECT;
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	make(s);
+	fb.set_contents(k_fd, pattern(65536, 6));
+	// A direct write in flight (O_DIRECT twin) and a buffered... direct
+	// write's head goes on the buffered twin.
+	const auto data = pattern(20000, 6);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(write_start(1000, data, 0, false, d, inl));
+	EXPECT_EQ(fb.open_direct_fds(), 1);
+	EXPECT_EQ(ab.buffered_open(), 1);
+	dcache_file_close(file); // must not block, must not close under the request
+	EXPECT_EQ(fb.open_direct_fds(), 1) << "O_DIRECT descriptor closed under an in-flight request";
+	EXPECT_EQ(ab.buffered_open(), 1) << "buffered twin closed under an in-flight request";
+	ab.release_all();
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.bytes, 20000u);
+	EXPECT_EQ(fb.open_direct_fds(), 0) << "closed by the last completion";
+	EXPECT_EQ(ab.buffered_open(), 0);
+	// Reopened on next use.
+	done_probe d2;
+	ASSERT_FALSE(write_start(0, data, 0, false, d2, inl));
+	EXPECT_EQ(ab.buffered_open(), 1);
+	ab.release_all();
+	EXPECT_EQ(d2.calls.load(), 1);
+}
+
+// ---- RWF_NOWAIT fast path --------------------------------------------------------
+
+TEST_F(engine_async, nowait_hit_is_served_inline)
+{
+	const auto content = pattern(65536, 7);
+	fb.set_contents(k_fd, content);
+	std::vector<std::uint8_t> into(8192);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_TRUE(read_start(4096, into, d, inl));
+	EXPECT_EQ(inl.error, 0);
+	EXPECT_EQ(inl.bytes, 8192u);
+	EXPECT_FALSE(inl.eof);
+	EXPECT_EQ(d.calls.load(), 0);
+	EXPECT_EQ(ab.pending(), 0u) << "no hand-off for cached data";
+	EXPECT_TRUE(std::equal(into.begin(), into.end(), content.begin() + 4096));
+	EXPECT_EQ(stat_of(exp, "read_nowait_hits"), 1u);
+	EXPECT_EQ(nowait_calls(), 1u);
+	EXPECT_EQ(fb.calls().back().fd, k_fd) << "the inline attempt uses the caller's descriptor";
+}
+
+TEST_F(engine_async, nowait_dontcache_mode_carries_both_flags)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DONTCACHE;
+	make(s);
+	fb.set_contents(k_fd, pattern(8192, 8));
+	std::vector<std::uint8_t> into(4096);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_TRUE(read_start(0, into, d, inl));
+	ASSERT_FALSE(fb.calls().empty());
+	EXPECT_EQ(fb.calls().back().rwf, RWF_NOWAIT | RWF_DONTCACHE);
+	EXPECT_EQ(stat_of(exp, "dontcache_bytes"), 4096u);
+}
+
+TEST_F(engine_async, nowait_partial_sends_only_the_remainder)
+{
+	const auto content = pattern(65536, 9);
+	fb.set_contents(k_fd, content);
+	fb.inject({[](const dcache::io::request &q, std::size_t) { return (q.rwf & RWF_NOWAIT) != 0; }, 0, 3000, 1});
+	std::vector<std::uint8_t> into(10000);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(read_start(1000, into, d, inl));
+	ASSERT_EQ(ab.pending(), 1u);
+	const auto q = ab.front();
+	EXPECT_EQ(q.offset, 4000u) << "remainder starts at offset + done";
+	EXPECT_EQ(q.iov_bytes(), 7000u);
+	EXPECT_EQ(q.rwf & RWF_NOWAIT, 0);
+	ab.release_all();
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.bytes, 10000u) << "both parts combined";
+	EXPECT_FALSE(d.res.eof);
+	EXPECT_TRUE(std::equal(into.begin(), into.end(), content.begin() + 1000));
+	EXPECT_EQ(stat_of(exp, "read_nowait_partial"), 1u);
+	EXPECT_EQ(stat_of(exp, "read_bytes"), 10000u);
+}
+
+TEST_F(engine_async, nowait_partial_at_eof_reports_eof)
+{
+	const auto content = pattern(5000, 10);
+	fb.set_contents(k_fd, content);
+	fb.inject({[](const dcache::io::request &q, std::size_t) { return (q.rwf & RWF_NOWAIT) != 0; }, 0, 1000, 1});
+	std::vector<std::uint8_t> into(8192);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(read_start(0, into, d, inl));
+	ab.release_all();
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.bytes, 5000u);
+	EXPECT_TRUE(d.res.eof);
+	EXPECT_TRUE(std::equal(into.begin(), into.begin() + 5000, content.begin()));
+}
+
+TEST_F(engine_async, nowait_miss_sends_the_whole_read_async)
+{
+	const auto content = pattern(65536, 11);
+	fb.set_contents(k_fd, content);
+	fb.fail_when([](const dcache::io::request &q, std::size_t) { return (q.rwf & RWF_NOWAIT) != 0; }, EAGAIN, 1);
+	std::vector<std::uint8_t> into(8192);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(read_start(0, into, d, inl));
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().offset, 0u);
+	EXPECT_EQ(ab.front().iov_bytes(), 8192u);
+	ab.release_all();
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.bytes, 8192u);
+	EXPECT_TRUE(std::equal(into.begin(), into.end(), content.begin()));
+	EXPECT_EQ(stat_of(exp, "read_nowait_misses"), 1u);
+	EXPECT_EQ(stat_of(exp, "read_nowait_hits"), 0u);
+}
+
+TEST_F(engine_async, nowait_at_eof_is_eof_not_a_miss)
+{
+	fb.set_contents(k_fd, pattern(4096, 12));
+	std::vector<std::uint8_t> into(4096);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_TRUE(read_start(8192, into, d, inl));
+	EXPECT_EQ(inl.error, 0);
+	EXPECT_EQ(inl.bytes, 0u);
+	EXPECT_TRUE(inl.eof);
+	EXPECT_EQ(ab.pending(), 0u);
+	EXPECT_EQ(stat_of(exp, "read_nowait_misses"), 0u);
+}
+
+TEST_F(engine_async, nowait_unsupported_disables_the_fast_path_for_the_file)
+{
+	fb.set_contents(k_fd, pattern(65536, 13));
+	fb.fail_when([](const dcache::io::request &q, std::size_t) { return (q.rwf & RWF_NOWAIT) != 0; }, EOPNOTSUPP);
+	for (int i = 0; i < 3; ++i) {
+		std::vector<std::uint8_t> into(4096);
+		done_probe d;
+		dcache_io_result inl{};
+		ASSERT_FALSE(read_start(0, into, d, inl));
+		ab.release_all();
+		ASSERT_EQ(d.calls.load(), 1);
+		EXPECT_EQ(d.res.error, 0) << "EOPNOTSUPP of the fast path never reaches the client";
+		EXPECT_EQ(d.res.bytes, 4096u);
+	}
+	EXPECT_EQ(nowait_calls(), 1u) << "tried once, then off for this file";
+	EXPECT_EQ(stat_of(exp, "fallback_no_nowait"), 1u);
+	std::size_t lines = 0;
+	for (const auto &l : log_lines())
+		lines += l.find("RWF_NOWAIT") != std::string::npos;
+	EXPECT_EQ(lines, 1u);
+}
+
+TEST_F(engine_async, fast_path_setting_off_goes_straight_async)
+{
+	dcache_settings s = dcache_settings_default();
+	s.cached_read_fast_path = false;
+	make(s);
+	fb.set_contents(k_fd, pattern(8192, 14));
+	std::vector<std::uint8_t> into(4096);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(read_start(0, into, d, inl));
+	ab.release_all();
+	EXPECT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(nowait_calls(), 0u);
+	EXPECT_EQ(ab.now_calls(), 0);
+}
+
+// ---- backend selection ------------------------------------------------------------
+
+dcache::io::uring_open_result refuse_eperm(unsigned)
+{
+	dcache::io::uring_open_result r;
+	r.error = EPERM;
+	r.why = "kernel.io_uring_disabled = 2";
+	return r;
+}
+
+TEST(engine_backend, io_uring_refused_falls_back_to_sync_logged_once_and_counted)
+{
+	{
+		std::lock_guard lock(g_log_mutex);
+		g_log_lines.clear();
+	}
+	dcache_set_log(capture_log);
+	set_uring_factory(&refuse_eperm);
+	const dcache_settings s = dcache_settings_default();
+	ASSERT_EQ(s.io_backend, DCACHE_IO_BACKEND_IO_URING);
+	dcache_export *exp = dcache_export_new(&s, "export 5 /fallback");
+	set_uring_factory(nullptr);
+	ASSERT_NE(exp, nullptr);
+	EXPECT_STREQ(dcache_export_backend_name(exp), "sync");
+	EXPECT_EQ(stat_of(exp, "fallback_no_io_uring"), 1u);
+	EXPECT_EQ(stat_of(exp, "backend_io_uring"), 0u);
+	std::size_t lines = 0;
+	for (const auto &l : log_lines())
+		if (l.find("io_uring") != std::string::npos) {
+			++lines;
+			EXPECT_NE(l.find("export 5 /fallback"), std::string::npos) << l;
+			EXPECT_NE(l.find("io_uring_disabled"), std::string::npos) << l;
+		}
+	EXPECT_EQ(lines, 1u);
+	// The running backend stays; a changed IO_Backend is only logged.
+	dcache_settings t = s;
+	t.io_backend = DCACHE_IO_BACKEND_SYNC;
+	dcache_export_update(exp, &t);
+	EXPECT_STREQ(dcache_export_backend_name(exp), "sync");
+	EXPECT_EQ(dcache_export_settings(exp).io_backend, DCACHE_IO_BACKEND_SYNC);
+	bool logged = false;
+	for (const auto &l : log_lines())
+		logged |= l.find("next restart") != std::string::npos;
+	EXPECT_TRUE(logged);
+	dcache_export_free(exp);
+	dcache_set_log(nullptr);
+}
+
+TEST(engine_backend, sync_by_setting_and_io_uring_by_default)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_backend = DCACHE_IO_BACKEND_SYNC;
+	dcache_export *a = dcache_export_new(&s, "sync one");
+	ASSERT_NE(a, nullptr);
+	EXPECT_STREQ(dcache_export_backend_name(a), "sync");
+	EXPECT_EQ(stat_of(a, "fallback_no_io_uring"), 0u);
+	dcache_export_free(a);
+
+	s.io_backend = DCACHE_IO_BACKEND_IO_URING;
+	dcache_export *b = dcache_export_new(&s, "uring one");
+	ASSERT_NE(b, nullptr);
+	if (stat_of(b, "fallback_no_io_uring") != 0) {
+		dcache_export_free(b);
+		GTEST_SKIP() << "io_uring unavailable here (fell back to sync)";
+	}
+	EXPECT_STREQ(dcache_export_backend_name(b), "io_uring");
+	EXPECT_EQ(stat_of(b, "backend_io_uring"), 1u);
+	dcache_stats_reset(b);
+	EXPECT_EQ(stat_of(b, "backend_io_uring"), 1u) << "a gauge survives a stats reset";
+	dcache_export_free(b);
+}
+
+// ---- the real io_uring backend ---------------------------------------------------
+
+TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
+{
+	char path[] = "/var/tmp/dcache_async_XXXXXX";
+	const int fd = mkstemp(path);
+	ASSERT_GE(fd, 0) << std::strerror(errno);
+	unlink(path);
+
+	dcache_settings s = dcache_settings_default();
+	s.io_queue_depth = 256;
+	dcache_export *exp = dcache_export_new(&s, "uring e2e");
+	ASSERT_NE(exp, nullptr);
+	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
+		dcache_export_free(exp);
+		close(fd);
+		GTEST_SKIP() << "io_uring unavailable here";
+	}
+	dcache_file *file = dcache_file_new(exp);
+
+	constexpr int k_threads = 4, k_per_thread = 32, k_total = k_threads * k_per_thread;
+	constexpr std::size_t k_block = 8192;
+	std::vector<std::vector<std::uint8_t>> blocks(k_total);
+	for (int i = 0; i < k_total; ++i)
+		blocks[i] = pattern(k_block, static_cast<unsigned>(i + 100));
+
+	struct shared_state {
+		std::mutex m;
+		std::condition_variable cv;
+		int started = 0;
+		int completed = 0;
+		int errors = 0;
+		std::size_t max_outstanding = 0;
+		int done_calls_per_req[k_total] = {};
+	} st;
+	struct req_ctx {
+		shared_state *st;
+		int index;
+	};
+	std::vector<req_ctx> ctxs(k_total);
+	const auto on_done = [](void *p, dcache_io_result r) {
+		auto *c = static_cast<req_ctx *>(p);
+		std::unique_lock lock(c->st->m);
+		// The first completion holds the reaper until every request has
+		// been started: all of them are in flight at once.
+		c->st->cv.wait_for(lock, std::chrono::seconds(10), [&] { return c->st->started == k_total; });
+		if (r.error != 0 || r.bytes != k_block)
+			++c->st->errors;
+		++c->st->done_calls_per_req[c->index];
+		++c->st->completed;
+		c->st->cv.notify_all();
+	};
+
+	auto run_phase = [&](bool write, std::vector<std::vector<std::uint8_t>> &bufs) {
+		{
+			std::lock_guard lock(st.m);
+			st.started = st.completed = st.errors = 0;
+			st.max_outstanding = 0;
+			std::fill(std::begin(st.done_calls_per_req), std::end(st.done_calls_per_req), 0);
+		}
+		std::vector<std::thread> threads;
+		for (int t = 0; t < k_threads; ++t)
+			threads.emplace_back([&, t] {
+				for (int k = 0; k < k_per_thread; ++k) {
+					const int i = t * k_per_thread + k;
+					ctxs[i] = {&st, i};
+					struct iovec v {bufs[i].data(), k_block};
+					const dcache_io io{fd, static_cast<std::uint64_t>(i) * k_block, &v, 1, false};
+					dcache_io_result inl{};
+					const bool done_inline =
+						write ? dcache_write_start(exp, file, &io, on_done, &ctxs[i], &inl)
+						      : dcache_read_start(exp, file, &io, on_done, &ctxs[i], &inl);
+					std::lock_guard lock(st.m);
+					++st.started;
+					if (done_inline) {
+						++st.completed;
+						++st.done_calls_per_req[i];
+						if (inl.error != 0 || inl.bytes != k_block)
+							++st.errors;
+					}
+					st.max_outstanding = std::max<std::size_t>(st.max_outstanding,
+										   static_cast<std::size_t>(st.started - st.completed));
+					st.cv.notify_all();
+				}
+				// io_uring cancels a thread's requests when it exits:
+				// stay until all have completed.
+				std::unique_lock lock(st.m);
+				st.cv.wait(lock, [&] { return st.completed == k_total; });
+			});
+		for (auto &th : threads)
+			th.join();
+		std::lock_guard lock(st.m);
+		EXPECT_EQ(st.errors, 0);
+		for (int i = 0; i < k_total; ++i)
+			EXPECT_EQ(st.done_calls_per_req[i], 1) << "request " << i << " completed " << st.done_calls_per_req[i] << " times";
+	};
+
+	run_phase(true, blocks);
+	{
+		std::lock_guard lock(st.m);
+		EXPECT_GE(st.max_outstanding, 64u) << "writes are always deferred on io_uring";
+	}
+	// Verify with plain preads.
+	for (int i = 0; i < k_total; ++i) {
+		std::vector<std::uint8_t> got(k_block);
+		ASSERT_EQ(pread(fd, got.data(), k_block, static_cast<off_t>(i) * k_block), static_cast<ssize_t>(k_block));
+		ASSERT_EQ(got, blocks[i]) << "block " << i;
+	}
+	// Read back through the engine (fast path hits or deferred reads).
+	std::vector<std::vector<std::uint8_t>> back(k_total, std::vector<std::uint8_t>(k_block));
+	run_phase(false, back);
+	for (int i = 0; i < k_total; ++i)
+		ASSERT_EQ(back[i], blocks[i]) << "block " << i;
+	EXPECT_EQ(stat_of(exp, "reads"), static_cast<std::uint64_t>(k_total));
+	EXPECT_EQ(stat_of(exp, "read_nowait_hits") + stat_of(exp, "read_nowait_partial") +
+			  stat_of(exp, "read_nowait_misses"),
+		  static_cast<std::uint64_t>(k_total));
+
+	// Blocking API over io_uring: start + wait.
+	std::vector<std::uint8_t> one(k_block);
+	struct iovec v {one.data(), k_block};
+	const dcache_io io{fd, 5 * k_block, &v, 1, false};
+	const dcache_io_result r = dcache_read(exp, file, &io);
+	EXPECT_EQ(r.bytes, k_block);
+	EXPECT_EQ(one, blocks[5]);
+
+	dcache_file_free(file);
+	dcache_export_free(exp);
+	close(fd);
+}
+
+} // namespace
+
+namespace {
+
+TEST(engine_async_settings, io_backend_queue_depth_and_fast_path_parse_and_reject)
+{
+	dcache_settings s{};
+	char why[256];
+	dcache_settings_text t{};
+	ASSERT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), 0);
+	EXPECT_EQ(s.io_backend, DCACHE_IO_BACKEND_IO_URING);
+	EXPECT_EQ(s.io_queue_depth, 64u);
+	EXPECT_TRUE(s.cached_read_fast_path);
+	t.io_backend = " Sync ";
+	t.io_queue_depth = "4096";
+	t.cached_read_fast_path = "off";
+	ASSERT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), 0) << why;
+	EXPECT_EQ(s.io_backend, DCACHE_IO_BACKEND_SYNC);
+	EXPECT_EQ(s.io_queue_depth, 4096u);
+	EXPECT_FALSE(s.cached_read_fast_path);
+	t.io_backend = "aio";
+	EXPECT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), EINVAL);
+	EXPECT_NE(std::string(why).find("IO_Backend = \"aio\""), std::string::npos) << why;
+	t.io_backend = nullptr;
+	for (const char *bad : {"0", "4097", "-1", "64k"}) {
+		t.io_queue_depth = bad;
+		EXPECT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), EINVAL) << bad;
+		EXPECT_NE(std::string(why).find("IO_Queue_Depth"), std::string::npos) << why;
+	}
+	t.io_queue_depth = nullptr;
+	t.cached_read_fast_path = "maybe";
+	EXPECT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), EINVAL);
+	EXPECT_NE(std::string(why).find("Cached_Read_Fast_Path"), std::string::npos) << why;
+}
+
+} // namespace
