@@ -18,6 +18,7 @@
 #include "fsal_types.h"
 #include "fsal_convert.h"
 #include "FSAL/fsal_commonlib.h"
+#include "nfs_core.h"
 
 #include <dcache/core.h>
 
@@ -73,6 +74,18 @@ static inline struct dcache_obj_handle *
 dcache_handle_of(struct fsal_obj_handle *obj)
 {
 	return container_of(obj, struct dcache_obj_handle, obj_handle);
+}
+
+/*
+ * At shutdown Ganesha's destroyer walks every loaded FSAL and releases its
+ * handles and exports itself, then unloads it, in the order the modules
+ * were loaded: VFS's handles and exports may already be freed, and VFS
+ * unloaded, when ours are released.  So while the server stops, ours
+ * leave the sub-FSAL's objects to the destroyer.
+ */
+static inline bool dcache_server_stopping(void)
+{
+	return admin_shutdown;
 }
 
 /* op_ctx->fsal_export is ours when Ganesha calls our ops. */

@@ -207,7 +207,8 @@ static void dcache_export_release(struct fsal_export *exp_hdl)
 {
 	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
 
-	release_sub_export(exp->export.sub_export);
+	if (!dcache_server_stopping())
+		release_sub_export(exp->export.sub_export);
 	fsal_detach_export(exp_hdl->fsal, &exp_hdl->exports);
 	free_export_ops(exp_hdl);
 	dcache_export_free(exp->core);

@@ -50,7 +50,7 @@ static void dcache_release(struct fsal_obj_handle *obj)
 {
 	struct dcache_obj_handle *h = dcache_handle_of(obj);
 
-	{
+	if (!dcache_server_stopping()) {
 		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
 
 		h->sub_handle->obj_ops->release(h->sub_handle);
