@@ -43,6 +43,7 @@ enum log_once_bit : std::uint32_t {
 	log_no_alignment = 1u << 6,
 	log_no_nowait = 1u << 7,
 	log_open_buffered_error = 1u << 8,
+	log_no_personality = 1u << 9,
 };
 
 __attribute__((format(printf, 2, 3))) void log_msg(dcache_log_level level, const char *fmt, ...) noexcept
@@ -554,6 +555,12 @@ public:
 	void complete(io::result r) noexcept override;
 
 	[[nodiscard]] bool blocking() const noexcept { return _blocking; }
+	// One step of a blocking request: without captured credentials, as a
+	// plain syscall in this (the caller's) thread.
+	[[nodiscard]] io::result run_now(const io::request &req) noexcept
+	{
+		return _in_caller_thread ? _c.b().execute_now(req) : _c.b().execute(req);
+	}
 	[[nodiscard]] io::backend &backend() const noexcept { return _c.b(); }
 	[[nodiscard]] dcache_export &exp() const noexcept { return _c.e; }
 	[[nodiscard]] dcache_io_done_fn done_fn() const noexcept { return _done; }
@@ -582,7 +589,9 @@ private:
 		req.iov = _cur.data();
 		req.iov_count = static_cast<int>(_cur.size());
 		req.rwf = rwf;
+		req.personality = _creds.personality();
 	}
+	void capture_credentials();
 
 	std::vector<struct iovec> _iovs; // copy of the caller's array
 	dcache_io _io;                    // fd: the descriptor non-direct steps use
@@ -593,6 +602,8 @@ private:
 	const std::chrono::steady_clock::time_point _start;
 
 	bool _blocking = false; // execute() instead of submit()
+	bool _in_caller_thread = false; // blocking, and execute_now(): no credentials captured
+	io::credentials _creds; // the caller's, for WRITE steps issued elsewhere
 	fd_ref _own;            // the buffered twin, when _io.fd is it
 	fd_ref _direct;         // the O_DIRECT lease
 	stage _stage = stage::done;
@@ -627,10 +638,36 @@ void async_op::prepare(bool caller_waits)
 		else
 			_blocking = true; // only the caller's descriptor: use it now
 	}
+	// Only WRITEs carry the caller's credentials: what a write does
+	// depends on them (setuid/setgid clearing, quota, and CAP_FSETID,
+	// which root holds).  A READ's outcome does not (access was checked at
+	// open; atime does not depend on who reads), so it skips the two
+	// io_uring_register calls.
+	if (_write && !b.completes_inline())
+		capture_credentials();
 	if (_write)
 		prepare_write();
 	else
 		prepare_read();
+}
+
+// Registers the calling thread's credentials for every step of this WRITE
+// (later steps are submitted from the completion thread).  If that fails,
+// the WRITE runs in this thread, as plain syscalls, which is correct.
+void async_op::capture_credentials()
+{
+	io::credentials_result r = _c.b().capture_credentials();
+	if (r.error == 0) {
+		_creds = std::move(r.creds);
+		return;
+	}
+	_c.add(stat::fallback_no_personality);
+	if (first_time(_c.e, log_no_personality))
+		log_msg(DCACHE_LOG_WARN,
+			"dcache %s: cannot register the client's credentials with io_uring (%s): such WRITEs run synchronously in the calling thread",
+			_c.e.name, std::strerror(r.error));
+	_blocking = true;
+	_in_caller_thread = true;
 }
 
 void async_op::prepare_write()
@@ -780,6 +817,7 @@ bool async_op::next_write(io::request &req)
 		req = io::request{};
 		req.op = _sync_op;
 		req.fd = _io.fd;
+		req.personality = _creds.personality();
 		return true;
 	}
 	return false;
@@ -1099,7 +1137,7 @@ bool drive(async_op *op) noexcept
 			if (!op->next(req))
 				return true;
 			if (op->blocking()) {
-				op->on_result(op->backend().execute(req));
+				op->on_result(op->run_now(req));
 				continue;
 			}
 			op->handoff.store(0, std::memory_order_relaxed);

@@ -33,7 +33,7 @@ namespace dcache::core {
 	X(boundary_pages_current) X(boundary_bytes_current)                              \
 	X(read_nowait_hits) X(read_nowait_partial) X(read_nowait_misses)                  \
 	X(fallback_no_nowait) X(fallback_no_io_uring) X(backend_io_uring)                 \
-	X(io_deferred) X(io_inline)
+	X(io_deferred) X(io_inline) X(fallback_no_personality)
 
 enum class stat : std::size_t {
 #define DCACHE_STAT_ENUM(n) n,

@@ -256,15 +256,50 @@ int uring_backend::queue_locked(op &o) noexcept
 				      POSIX_FADV_DONTNEED);
 		break;
 	}
+	// After prep: liburing's prep helpers zero the personality field.
+	sqe->personality = static_cast<__u16>(r.personality);
 	io_uring_sqe_set_data(sqe, &o);
 	flush(_ring.get());
 	return 0;
 }
 
+credentials_result uring_backend::capture_credentials() noexcept
+{
+	credentials_result out;
+	if (const int err = _fail_capture.load(std::memory_order_relaxed); err != 0) {
+		out.error = err;
+		return out;
+	}
+	// No lock: io_uring_register takes the ring's own lock in the kernel
+	// and does not touch the SQ/CQ memory we share with the reaper.
+	const int id = io_uring_register_personality(_ring.get());
+	if (id < 0) {
+		out.error = -id;
+		return out;
+	}
+	if (id == 0 || id > 0xffff) {
+		// Cannot happen (ids are 1..USHRT_MAX); 0 would read as "none".
+		(void)io_uring_unregister_personality(_ring.get(), id);
+		out.error = ERANGE;
+		return out;
+	}
+	_personalities.fetch_add(1, std::memory_order_relaxed);
+	out.creds = credentials(this, id);
+	return out;
+}
+
+void uring_backend::release_credentials(int id) noexcept
+{
+	// Only ENXIO/EINVAL (an id we never had) can fail: nothing to undo.
+	(void)io_uring_unregister_personality(_ring.get(), id);
+	_personalities.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void uring_backend::submit(const request &req, completion &c) noexcept
 {
 	const bool rw = req.op == op_kind::read || req.op == op_kind::write;
-	if (rw && (req.iov_count < 0 || req.iov_count > IOV_MAX || (req.iov_count > 0 && !req.iov))) {
+	if ((rw && (req.iov_count < 0 || req.iov_count > IOV_MAX || (req.iov_count > 0 && !req.iov))) ||
+	    req.personality < 0 || req.personality > 0xffff) {
 		c.complete(result::failure(EINVAL));
 		return;
 	}

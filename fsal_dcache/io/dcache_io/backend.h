@@ -26,6 +26,67 @@ protected:
 	~completion() = default; // not owned through this interface
 };
 
+class backend;
+
+// The credentials (fsuid, fsgid, groups, capabilities) of the thread that
+// captured them, for requests that may be issued from another thread.
+//
+// Why: an asynchronous backend issues later steps of a request chain from
+// its completion thread (root, with CAP_FSETID), so without this a WRITE
+// would skip the kernel's setuid/setgid clearing and quota would be charged
+// to the server instead of the NFS client Ganesha impersonates (per-thread
+// setfsuid/setfsgid/setgroups).  Put personality() in request::personality
+// of every request the captured credentials must cover.
+//
+// Ownership: move-only; the destructor gives the id back to the backend
+// (io_uring: IORING_UNREGISTER_PERSONALITY).  Requests already submitted
+// hold their own reference on the credentials in the kernel, so releasing
+// right after the last completion is safe.  The backend must outlive the
+// token.  An empty token (personality() == 0) means "no override".
+// Thread-safety: one token is used by one owner at a time; tokens of the
+// same backend may be created and released concurrently from any threads.
+class credentials {
+public:
+	credentials() noexcept = default;
+	credentials(backend *owner, int id) noexcept : _owner(owner), _id(id) {}
+	credentials(credentials &&o) noexcept : _owner(o._owner), _id(o._id)
+	{
+		o._owner = nullptr;
+		o._id = 0;
+	}
+	credentials &operator=(credentials &&o) noexcept
+	{
+		if (this != &o) {
+			reset();
+			_owner = o._owner;
+			_id = o._id;
+			o._owner = nullptr;
+			o._id = 0;
+		}
+		return *this;
+	}
+	credentials(const credentials &) = delete;
+	credentials &operator=(const credentials &) = delete;
+	~credentials() { reset(); }
+
+	[[nodiscard]] int personality() const noexcept { return _id; }
+	[[nodiscard]] bool empty() const noexcept { return _id == 0; }
+	inline void reset() noexcept; // after class backend
+
+private:
+	backend *_owner = nullptr;
+	int _id = 0;
+};
+
+// error: 0, or why the credentials could not be captured (io_uring:
+// EINVAL on kernels < 5.6, ENOMEM, EBUSY when all 65535 ids are in use).
+// On error the token is empty and the caller must not hand the request to
+// another thread (run it on the calling thread instead).
+struct [[nodiscard]] credentials_result {
+	int error = 0;
+	credentials creds;
+};
+
 // Result of opening the O_DIRECT twin of a descriptor.
 struct [[nodiscard]] open_result {
 	int error = 0; // EINVAL: the filesystem refuses O_DIRECT
@@ -83,6 +144,27 @@ public:
 		(void)fd;
 		return {EOPNOTSUPP, -1, false, false};
 	}
+
+	// ---- credentials (see class credentials) ----
+
+	// Captures the CALLING thread's current credentials.  Default: an
+	// empty token and no error, for backends that run every request on
+	// the caller's thread (sync, fake): nothing to carry.
+	[[nodiscard]] virtual credentials_result capture_credentials() noexcept { return {}; }
+
+protected:
+	friend class credentials;
+	// Gives back an id capture_credentials() returned (called by the
+	// token's destructor, from any thread).
+	virtual void release_credentials(int id) noexcept { (void)id; }
 };
+
+inline void credentials::reset() noexcept
+{
+	if (_owner != nullptr && _id != 0)
+		_owner->release_credentials(_id);
+	_owner = nullptr;
+	_id = 0;
+}
 
 } // namespace dcache::io

@@ -40,6 +40,12 @@ struct request {
 	const struct iovec *iov = nullptr;
 	int iov_count = 0;
 	int rwf = 0; // RWF_* flags for read/write
+	// Whose credentials the request runs with: 0 = none (the backend's
+	// default: whatever thread ends up issuing it), otherwise an id from
+	// backend::capture_credentials() (io_uring: a registered personality,
+	// sqe->personality).  Backends that run requests on the calling
+	// thread ignore it.  See backend.h, class credentials.
+	int personality = 0;
 
 	[[nodiscard]] std::size_t iov_bytes() const noexcept
 	{

@@ -55,6 +55,19 @@
 // segment; the kernel's CQ overflow list (IORING_FEAT_NODROP) absorbs that
 // excess).
 //
+// Credentials: a request runs with the credentials of the thread whose
+// io_uring_enter issues it (and a request punted to io-wq takes the
+// submitter's credentials at punt time), so a step submitted from a
+// completion callback runs as the reaper thread (Ganesha's root).
+// capture_credentials() registers the calling thread's credentials as a
+// personality (IORING_REGISTER_PERSONALITY, one io_uring_register call);
+// request::personality != 0 goes to sqe->personality of every SQE of that
+// request, resubmitted remainders included; the token's destructor
+// unregisters it (a second call).  execute() on the reaper thread and
+// execute_now() run the request as a plain syscall in the calling thread
+// and ignore the personality (use them only for credential-insensitive
+// work there: fsync, sync_file_range, fadvise).
+//
 // Kernel note: io_uring may finish a request with task work that runs in
 // the context of the SUBMITTING thread, and a thread that exits cancels the
 // requests it submitted.  Ganesha's worker threads are long-lived, so this
@@ -105,6 +118,7 @@ public:
 	{
 		return std::this_thread::get_id() == _reaper_id;
 	}
+	[[nodiscard]] credentials_result capture_credentials() noexcept override;
 
 	// ---- inspection (tests, stats) ----
 	[[nodiscard]] unsigned depth() const noexcept { return _depth; }
@@ -115,6 +129,16 @@ public:
 	{
 		return _resubmits.load(std::memory_order_relaxed);
 	}
+	// Personalities registered and not yet released (leak checks).
+	[[nodiscard]] std::uint64_t personalities_live() const noexcept
+	{
+		return _personalities.load(std::memory_order_relaxed);
+	}
+	// Test hook: make capture_credentials() fail with err (0 = normal).
+	void fail_capture_for_test(int err) noexcept { _fail_capture.store(err, std::memory_order_relaxed); }
+
+protected:
+	void release_credentials(int id) noexcept override;
 
 private:
 	struct op;
@@ -142,6 +166,8 @@ private:
 	bool _stopping = false;
 
 	std::atomic<std::uint64_t> _resubmits{0};
+	std::atomic<std::uint64_t> _personalities{0};
+	std::atomic<int> _fail_capture{0};
 	std::thread::id _reaper_id;
 	std::thread _reaper;
 };
