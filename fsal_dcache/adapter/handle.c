@@ -313,62 +313,54 @@ static int dcache_dirent_cmp(struct fsal_obj_handle *dir, const char *name1,
 
 /* ---- creating objects --------------------------------------------------- */
 
-static fsal_status_t dcache_mkdir(struct fsal_obj_handle *dir, const char *name,
-				  struct fsal_attrlist *attrs_in,
-				  struct fsal_obj_handle **new_obj,
-				  struct fsal_attrlist *attrs_out)
-{
-	fsal_status_t status;
-
-	*new_obj = NULL;
-	{
-		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
-
-		status = sub_of(dir)->obj_ops->mkdir(sub_of(dir), name,
-						     attrs_in, new_obj,
-						     attrs_out);
+/*
+ * The ops that create an object (or, for open2, may): forwarded like the
+ * plain ones below, and the sub-FSAL's new handle, if any, wrapped in ours.
+ */
+#define DCACHE_FORWARD_CREATE(op, params, ...)                                \
+	static fsal_status_t dcache_##op params                               \
+	{                                                                     \
+		fsal_status_t status;                                         \
+									      \
+		*new_obj = NULL;                                              \
+		{                                                             \
+			DCACHE_SUB_SCOPE(op_ctx->fsal_export);                \
+									      \
+			status = sub_of(obj)->obj_ops->op(sub_of(obj),        \
+							  ##__VA_ARGS__);     \
+		}                                                             \
+		return wrap_result(status, new_obj);                          \
 	}
-	return wrap_result(status, new_obj);
-}
 
-static fsal_status_t dcache_mknode(struct fsal_obj_handle *dir,
-				   const char *name,
-				   object_file_type_t nodetype,
-				   struct fsal_attrlist *attrs_in,
-				   struct fsal_obj_handle **new_obj,
-				   struct fsal_attrlist *attrs_out)
-{
-	fsal_status_t status;
-
-	*new_obj = NULL;
-	{
-		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
-
-		status = sub_of(dir)->obj_ops->mknode(sub_of(dir), name,
-						      nodetype, attrs_in,
-						      new_obj, attrs_out);
-	}
-	return wrap_result(status, new_obj);
-}
-
-static fsal_status_t dcache_symlink(struct fsal_obj_handle *dir,
-				    const char *name, const char *link_path,
-				    struct fsal_attrlist *attrs_in,
-				    struct fsal_obj_handle **new_obj,
-				    struct fsal_attrlist *attrs_out)
-{
-	fsal_status_t status;
-
-	*new_obj = NULL;
-	{
-		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
-
-		status = sub_of(dir)->obj_ops->symlink(sub_of(dir), name,
-						       link_path, attrs_in,
-						       new_obj, attrs_out);
-	}
-	return wrap_result(status, new_obj);
-}
+DCACHE_FORWARD_CREATE(mkdir,
+		      (struct fsal_obj_handle *obj, const char *name,
+		       struct fsal_attrlist *attrs_in,
+		       struct fsal_obj_handle **new_obj,
+		       struct fsal_attrlist *attrs_out),
+		      name, attrs_in, new_obj, attrs_out)
+DCACHE_FORWARD_CREATE(mknode,
+		      (struct fsal_obj_handle *obj, const char *name,
+		       object_file_type_t nodetype,
+		       struct fsal_attrlist *attrs_in,
+		       struct fsal_obj_handle **new_obj,
+		       struct fsal_attrlist *attrs_out),
+		      name, nodetype, attrs_in, new_obj, attrs_out)
+DCACHE_FORWARD_CREATE(symlink,
+		      (struct fsal_obj_handle *obj, const char *name,
+		       const char *link_path, struct fsal_attrlist *attrs_in,
+		       struct fsal_obj_handle **new_obj,
+		       struct fsal_attrlist *attrs_out),
+		      name, link_path, attrs_in, new_obj, attrs_out)
+DCACHE_FORWARD_CREATE(open2,
+		      (struct fsal_obj_handle *obj, struct state_t *state,
+		       fsal_openflags_t openflags,
+		       enum fsal_create_mode createmode, const char *name,
+		       struct fsal_attrlist *attrs_in, fsal_verifier_t verifier,
+		       struct fsal_obj_handle **new_obj,
+		       struct fsal_attrlist *attrs_out,
+		       bool *caller_perm_check),
+		      state, openflags, createmode, name, attrs_in, verifier,
+		      new_obj, attrs_out, caller_perm_check)
 
 /* ---- plain forwards ----------------------------------------------------- */
 
@@ -489,32 +481,6 @@ static fsal_status_t dcache_unlink(struct fsal_obj_handle *dir,
 }
 
 /* ---- open and close ----------------------------------------------------- */
-
-static fsal_status_t dcache_open2(struct fsal_obj_handle *obj,
-				  struct state_t *state,
-				  fsal_openflags_t openflags,
-				  enum fsal_create_mode createmode,
-				  const char *name,
-				  struct fsal_attrlist *attrs_in,
-				  fsal_verifier_t verifier,
-				  struct fsal_obj_handle **new_obj,
-				  struct fsal_attrlist *attrs_out,
-				  bool *caller_perm_check)
-{
-	fsal_status_t status;
-
-	*new_obj = NULL;
-	{
-		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
-
-		status = sub_of(obj)->obj_ops->open2(sub_of(obj), state,
-						     openflags, createmode,
-						     name, attrs_in, verifier,
-						     new_obj, attrs_out,
-						     caller_perm_check);
-	}
-	return wrap_result(status, new_obj);
-}
 
 /* The O_DIRECT descriptor the core keeps beside VFS's follows VFS's global
  * descriptor: closed whenever VFS closes its own. */
