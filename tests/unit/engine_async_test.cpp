@@ -812,3 +812,63 @@ TEST(engine_async_settings, io_backend_queue_depth_and_fast_path_parse_and_rejec
 }
 
 } // namespace
+
+namespace {
+
+// A real io_uring backend that cannot register personalities (as when the
+// kernel refuses: ENOMEM, or too many of them).
+dcache::io::uring_open_result uring_without_personalities(unsigned depth)
+{
+	dcache::io::uring_open_result r = dcache::io::make_uring_backend(depth);
+	if (r.error == 0)
+		r.backend->fail_capture_for_test(EBUSY);
+	return r;
+}
+
+} // namespace
+
+TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
+{
+	char path[] = "/var/tmp/dcache_personality_XXXXXX";
+	const int fd = mkstemp(path);
+	ASSERT_GE(fd, 0) << std::strerror(errno);
+	unlink(path);
+	{
+		std::lock_guard lock(g_log_mutex);
+		g_log_lines.clear();
+	}
+	dcache_set_log(capture_log);
+	set_uring_factory(&uring_without_personalities);
+	const dcache_settings s = dcache_settings_default();
+	dcache_export *exp = dcache_export_new(&s, "export 6 /nopersonality");
+	set_uring_factory(nullptr);
+	ASSERT_NE(exp, nullptr);
+	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
+		dcache_export_free(exp);
+		close(fd);
+		dcache_set_log(nullptr);
+		GTEST_SKIP() << "io_uring unavailable here";
+	}
+	dcache_file *file = dcache_file_new(exp);
+	for (unsigned i = 0; i < 3; ++i) {
+		const std::vector<std::uint8_t> data = pattern(10000, 40 + i);
+		struct iovec v {const_cast<std::uint8_t *>(data.data()), data.size()};
+		const dcache_io io{fd, i * 10000ull, &v, 1, false};
+		const dcache_io_result r = dcache_write(exp, file, &io);
+		ASSERT_EQ(r.error, 0);
+		ASSERT_EQ(r.bytes, data.size());
+		std::vector<std::uint8_t> back(data.size());
+		ASSERT_EQ(pread(fd, back.data(), back.size(), static_cast<off_t>(i * 10000)),
+			  static_cast<ssize_t>(back.size()));
+		EXPECT_EQ(back, data);
+	}
+	EXPECT_EQ(stat_of(exp, "fallback_no_personality"), 3u);
+	std::size_t said = 0;
+	for (const std::string &l : log_lines())
+		said += l.find("personalit") != std::string::npos;
+	EXPECT_EQ(said, 1u) << "one log line per export, whatever the count";
+	dcache_file_free(file);
+	dcache_export_free(exp);
+	dcache_set_log(nullptr);
+	close(fd);
+}
