@@ -18,8 +18,8 @@ status=0
 for san in address thread; do
   dir=$top/build-$san
   cmake -S "$top" -B "$dir" -DDCACHE_SANITIZE=$san -DDCACHE_BUILD_ADAPTER=OFF >/dev/null
-  cmake --build "$dir" -j"$(nproc)" --target dcache_unit_tests
-  ctest --test-dir "$dir" -L unit --output-on-failure -j2 || status=1
+  cmake --build "$dir" -j"$(nproc)" --target dcache_unit_tests dcache_backend_tests
+  ctest --test-dir "$dir" -R "^(unit|backend)\\." -E "^unit\\.bench\\." --output-on-failure -j2 || status=1
 done
 
 ctest --test-dir "$build" --output-on-failure "$@" || status=1
