@@ -20,6 +20,11 @@
 #   mempressure the mix job with ganesha.nfsd in a cgroup v1 memory group
 #              limited to max(SIZE/4, 384 MiB) (skipped with a reason when
 #              /sys/fs/cgroup/memory is absent)
+# Variants: vfs (plain VFS FSAL, the baseline) and one DCACHE export per
+# mode; buffered_sync, dontcache_sync and direct_sync are buffered,
+# dontcache and direct with IO_Backend = sync (the others use io_uring).
+# dcache-bench also samples ganesha.nfsd's threads every 50 ms: threads in
+# state D, and svc_* workers blocked in a file I/O syscall.
 # Between runs the test files' page cache is written back and dropped with
 # POSIX_FADV_DONTNEED (never a global drop_caches).
 #
@@ -32,7 +37,10 @@ prog=${0##*/}
 top=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "$prog: $*" >&2; exit 2; }
 
-all_variants=(vfs buffered dontcache fadvise direct direct_untracked direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
+# *_sync: the same export with IO_Backend = sync (the others run on the
+# default io_uring backend), placed beside their io_uring twin
+all_variants=(vfs buffered buffered_sync dontcache dontcache_sync fadvise direct direct_sync direct_untracked
+              direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
 all_workloads=(mix randread randwrite reread interleave mempressure)
 
 orig_args=("$@")
@@ -48,7 +56,7 @@ while [ $# -gt 0 ]; do
     --workloads) workloads=$2; shift 2 ;;
     --memcg-limit) memcg_limit=$2; shift 2 ;;
     --inner) inner=1; shift ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -91,6 +99,8 @@ if [ "$inner" = 0 ]; then
     case $v in
       vfs) fsal='FSAL { Name = VFS; }' ;;
       buffered|dontcache|fadvise) fsal="FSAL { Name = DCACHE; IO_Cache_Read = $v; IO_Cache_Write = $v; FSAL { Name = VFS; } }" ;;
+      buffered_sync|dontcache_sync) m=${v%_sync}; fsal="FSAL { Name = DCACHE; IO_Cache_Read = $m; IO_Cache_Write = $m; IO_Backend = sync; FSAL { Name = VFS; } }" ;;
+      direct_sync) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Memory = bounce; IO_Backend = sync; FSAL { Name = VFS; } }' ;;
       direct) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Memory = bounce; FSAL { Name = VFS; } }' ;;
       direct_mem_buffered) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Memory = buffered; FSAL { Name = VFS; } }' ;;
       # the boundary-page comparison: tracker off (DONTCACHE edges), and
@@ -143,11 +153,10 @@ fsal_stats() {  # $1 = file; the plugin's counters, all exports
   dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
     org.ganesha.nfsd.exportstats.GetFSALStats string:DCACHE >"$1" 2>&1 || true
 }
-# Counters are reset before each run, so the reply after it holds one
-# export's counters only. (The adapter puts every entry of every export in
-# one DBus STRUCT, whose signature is limited to 255 characters: with about
-# five busy DCACHE exports GetFSALStats crashes ganesha.nfsd. Resetting
-# keeps the reply small until the adapter sends an array instead.)
+# Counters are reset before each run, so the reply after it holds that
+# run's counts (and the export's own, the only one with traffic). An
+# older adapter put every entry of every export in one DBus STRUCT and
+# crashed ganesha.nfsd beyond ~5 busy exports; it now sends an array.
 fsal_stats_reset() {
   dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
     org.ganesha.nfsd.exportstats.ResetStats >"$1" 2>&1 || true

@@ -106,6 +106,14 @@ def main():
                 "verify_bytes": sum(j["verify"]["bytes_checked"] for j in rs),
                 "verify_errors": sum(j["verify"]["errors"] for j in rs),
                 "errors": sum(j["errors"] for j in rs),
+                # ganesha.nfsd's threads, sampled every 50 ms (sampler.hpp)
+                "threads_d_mean": med([s.get("threads", {}).get("d_mean") for s in srv]),
+                "threads_d_peak": med([s.get("threads", {}).get("d_peak") for s in srv]),
+                "server_threads_file_io_mean": med([s.get("threads", {}).get("worker_file_io_mean") for s in srv]),
+                "server_threads_file_io_peak": med([s.get("threads", {}).get("worker_file_io_peak") for s in srv]),
+                "server_threads_peak": med([s.get("threads", {}).get("workers_peak") for s in srv]),
+                "iowq_threads_peak": med([s.get("threads", {}).get("iowq_peak") for s in srv]),
+                "iowq_d_mean": med([s.get("threads", {}).get("iowq_d_mean") for s in srv]),
                 "memcg_limit_mib": med([j.get("memcg_limit", 0) / MiB for j in rs]) or None,
                 "plugin": {k: med([j["plugin"].get(k, 0) for j in rs])
                            for k in sorted({k for j in rs for k in j["plugin"]})
@@ -120,7 +128,6 @@ def main():
     machine = (d / "machine.txt").read_text() if (d / "machine.txt").exists() else ""
     result = {"machine": machine, "variants": variants, "rows": rows,
               "skipped": skipped, "failures": failures}
-    (d / "results.json").write_text(json.dumps(result, indent=1))
 
     def f(x, fmt="{:.1f}"):
         return "–" if x is None else fmt.format(x)
@@ -135,10 +142,44 @@ def main():
             f(r["dev_reads_per_write"], "{:.2f}"),
             f(r["writes_unstable"], "{:.0f}"), f(r["writes_file_sync"], "{:.0f}"),
             f(r["commits_sent"], "{:.0f}"), f(r["commits_saved"], "{:.0f}"), r["verify_errors"]))
+    # server threads: what blocks where
+    lines += ["", "Server threads (ganesha.nfsd, /proc/PID/task/*, every 50 ms; medians over repeats of each run's mean/peak):", "",
+              "| workload | variant | threads in D mean / peak | server threads in file I/O syscall mean / peak | server threads / io-wq threads (peak) | io-wq in D mean | srv CPU s/GiB | plugin io_deferred / io_inline |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        p = r["plugin"]
+        lines.append("| {} | {} | {} / {} | {} / {} | {} / {} | {} | {} | {} / {} |".format(
+            r["workload"], r["variant"], f(r["threads_d_mean"]), f(r["threads_d_peak"], "{:.0f}"),
+            f(r["server_threads_file_io_mean"]), f(r["server_threads_file_io_peak"], "{:.0f}"),
+            f(r["server_threads_peak"], "{:.0f}"), f(r["iowq_threads_peak"], "{:.0f}"), f(r["iowq_d_mean"]),
+            f(r["server_cpu_s_per_gib"], "{:.2f}"),
+            f(p.get("io_deferred"), "{:.0f}"), f(p.get("io_inline"), "{:.0f}")))
+    # io_uring vs sync: variants X and X_sync of one run
+    pairs = [(v[:-5], v) for v in variants if v.endswith("_sync") and v[:-5] in variants
+             and v not in ("direct_data_sync", "direct_file_sync")]
+    if pairs:
+        lines += ["", "IO_Backend: io_uring (default) vs sync, same mode, same run:", "",
+                  "| workload | mode | MiB/s io_uring / sync | io_uring ÷ sync | srv CPU s/GiB io_uring / sync | threads in D mean io_uring / sync | server threads in file I/O mean io_uring / sync |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for w in WORKLOADS:
+            for a, b in pairs:
+                ra = next((r for r in rows if r["workload"] == w and r["variant"] == a), None)
+                rb = next((r for r in rows if r["workload"] == w and r["variant"] == b), None)
+                if not ra or not rb:
+                    continue
+                ratio = ra["mib_s"] / rb["mib_s"] if ra["mib_s"] and rb["mib_s"] else None
+                for r in (ra, rb):
+                    r["io_uring_over_sync"] = ratio
+                lines.append("| {} | {} | {} / {} | {} | {} / {} | {} / {} | {} / {} |".format(
+                    w, a, f(ra["mib_s"]), f(rb["mib_s"]), f(ratio, "{:.2f}"),
+                    f(ra["server_cpu_s_per_gib"], "{:.2f}"), f(rb["server_cpu_s_per_gib"], "{:.2f}"),
+                    f(ra["threads_d_mean"]), f(rb["threads_d_mean"]),
+                    f(ra["server_threads_file_io_mean"]), f(rb["server_threads_file_io_mean"])))
     for k, why in skipped.items():
         lines.append(f"\n{k}: skipped: {why}")
     for fl in failures:
         lines.append(f"\nFAILED: {fl}")
+    (d / "results.json").write_text(json.dumps(result, indent=1))
     table = "\n".join(lines) + "\n"
     (d / "table.md").write_text(table)
     print(table)
@@ -155,7 +196,7 @@ def main():
                 vals.append(f'{r["ratio_to_vfs"]:.3f}' if r and r["ratio_to_vfs"] is not None else "NaN")
             fh.write(w + " " + " ".join(vals) + "\n")
     gp = d / "chart.gp"
-    gp.write_text(f"""set terminal pngcairo size 1400,600 noenhanced
+    gp.write_text(f"""set terminal pngcairo size 1700,650 noenhanced
 set output '{d / "chart.png"}'
 set title 'dcache-bench: throughput relative to plain VFS (median of repeats; 1.0 = VFS)'
 set style data histograms

@@ -789,6 +789,18 @@ int main(int argc, char** argv) {
   j.open("vmstat");
   for (const auto& [k, v] : r.vmstat_delta) j.i64(k, v);
   j.close();
+  {
+    // see thread_snapshot in sampler.hpp for what each number means
+    const auto& t = r.threads;
+    j.open("threads");
+    j.u64("samples", t.samples); j.u64("interval_ms", scfg.thread_interval_ms);
+    j.u64("threads_peak", t.threads_peak); j.u64("workers_peak", t.workers_peak); j.u64("iowq_peak", t.iowq_peak);
+    j.num("d_mean", t.d_mean); j.u64("d_peak", t.d_peak);
+    j.num("workers_d_mean", t.workers_d_mean); j.u64("workers_d_peak", t.workers_d_peak);
+    j.num("worker_file_io_mean", t.worker_file_io_mean); j.u64("worker_file_io_peak", t.worker_file_io_peak);
+    j.num("iowq_d_mean", t.iowq_d_mean); j.u64("iowq_d_peak", t.iowq_d_peak);
+    j.close();
+  }
   j.close();
   j.o << "}\n";
 

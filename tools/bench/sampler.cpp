@@ -1,10 +1,13 @@
 #include "sampler.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +156,104 @@ std::vector<std::uint64_t> read_block_stat(const std::string& dev) {
   return v;
 }
 
+char stat_state(const std::string& all) {
+  const auto close = all.rfind(')');
+  if (close == std::string::npos || close + 2 >= all.size()) return '?';
+  return all[close + 2];
+}
+
+bool file_io_syscall(long nr) {
+  switch (nr) {
+    case 0: case 1: case 17: case 18: case 19: case 20:    // read write pread64 pwrite64 readv writev
+    case 295: case 296: case 327: case 328:                // preadv pwritev preadv2 pwritev2
+    case 74: case 75: case 277: case 285: case 221:        // fsync fdatasync sync_file_range fallocate fadvise64
+    case 326:                                              // copy_file_range
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::optional<syscall_line> parse_syscall_line(const std::string& line) {
+  const char* p = line.c_str();
+  char* end = nullptr;
+  const long nr = std::strtol(p, &end, 10);
+  if (end == p || nr < 0) return std::nullopt;   // "running", "-1 ...", empty
+  syscall_line out;
+  out.nr = nr;
+  p = end;
+  out.arg0 = std::strtoull(p, &end, 16);   // "0x..."; strtoull accepts the prefix in base 16
+  if (end == p) return std::nullopt;
+  return out;
+}
+
+namespace {
+bool fd_is_file(int pid, std::uint64_t fd) {
+  struct stat st {};
+  const std::string p = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  // stat follows the magic link to the open file itself
+  if (::stat(p.c_str(), &st) != 0) return false;
+  return S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+}  // namespace
+
+std::optional<thread_snapshot> read_thread_snapshot(int pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) return std::nullopt;
+  thread_snapshot s;
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const std::string t = it->path().string();
+    const std::string stat = read_small(t + "/stat");
+    if (stat.empty()) continue;   // the thread exited between listing and reading
+    const char state = stat_state(stat);
+    // comm sits between the first '(' and the last ')' of stat
+    const auto open = stat.find('('), close = stat.rfind(')');
+    const std::string comm = open != std::string::npos && close > open ? stat.substr(open + 1, close - open - 1) : "";
+    ++s.threads;
+    const bool d = state == 'D';
+    s.in_d += d;
+    if (comm.rfind("iou-wrk", 0) == 0 || comm.rfind("iou-sqp", 0) == 0) {
+      ++s.iowq;
+      s.iowq_in_d += d;
+      continue;
+    }
+    ++s.workers;
+    s.workers_in_d += d;
+    if (state != 'R') {
+      const auto sc = parse_syscall_line(read_small(t + "/syscall"));
+      if (sc && file_io_syscall(sc->nr) && fd_is_file(pid, sc->arg0)) ++s.workers_in_file_io;
+    }
+  }
+  return s;
+}
+
+void thread_stats::add(const thread_snapshot& s) {
+  ++samples;
+  threads_peak = std::max(threads_peak, s.threads);
+  workers_peak = std::max(workers_peak, s.workers);
+  iowq_peak = std::max(iowq_peak, s.iowq);
+  d_peak = std::max(d_peak, s.in_d);
+  workers_d_peak = std::max(workers_d_peak, s.workers_in_d);
+  worker_file_io_peak = std::max(worker_file_io_peak, s.workers_in_file_io);
+  iowq_d_peak = std::max(iowq_d_peak, s.iowq_in_d);
+  _d_sum += s.in_d; _wd_sum += s.workers_in_d; _wio_sum += s.workers_in_file_io; _iowq_d_sum += s.iowq_in_d;
+  const double n = samples;
+  d_mean = static_cast<double>(_d_sum) / n;
+  workers_d_mean = static_cast<double>(_wd_sum) / n;
+  worker_file_io_mean = static_cast<double>(_wio_sum) / n;
+  iowq_d_mean = static_cast<double>(_iowq_d_sum) / n;
+}
+
 void sampler::start() {
   if (_cfg.block_device.empty()) {
     if (auto d = block_device_of(_cfg.dir)) _cfg.block_device = *d;
@@ -169,11 +270,22 @@ void sampler::start() {
 }
 
 void sampler::loop() {
+  // two clocks: residency (cachestat over every file, costlier) every
+  // interval_ms, thread states every thread_interval_ms
+  using clock = std::chrono::steady_clock;
+  const auto every = std::chrono::milliseconds(std::max(1u, _cfg.interval_ms));
+  const auto every_t = std::chrono::milliseconds(std::max(1u, _cfg.thread_interval_ms));
+  auto next = clock::now(), next_t = next;
   while (_running.load(std::memory_order_relaxed)) {
-    sample_once();
-    for (unsigned waited = 0; waited < _cfg.interval_ms && _running.load(std::memory_order_relaxed); waited += 10)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto now = clock::now();
+    if (now >= next) { sample_once(); next += every; if (next < now) next = now + every; }
+    if (_cfg.server_pid > 0 && now >= next_t) { sample_threads(); next_t += every_t; if (next_t < now) next_t = now + every_t; }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+void sampler::sample_threads() {
+  if (auto s = read_thread_snapshot(_cfg.server_pid)) _result.threads.add(*s);
 }
 
 void sampler::sample_once() {
@@ -198,6 +310,8 @@ void sampler::stop() {
   if (!_running.exchange(false)) return;
   if (_thread.joinable()) _thread.join();
   sample_once();  // the final residency
+  // a run shorter than the first tick still gets one look at the threads
+  if (_cfg.server_pid > 0 && _result.threads.samples == 0) sample_threads();
   const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
   if (_cfg.server_pid > 0) {
     if (auto t = read_proc_cpu_ticks(_cfg.server_pid)) {

@@ -41,6 +41,50 @@ struct sampler_config {
   int server_pid = 0;         // 0: no CPU sampling
   std::string block_device;   // "" = find it from dir's mount
   unsigned interval_ms = 100;
+  unsigned thread_interval_ms = 50;   // thread-state sampling of server_pid
+};
+
+// One look at a process's threads (/proc/PID/task/*): how many exist, how
+// many are in state 'D' (uninterruptible sleep, almost always waiting for
+// I/O or a page/folio lock), and how many of the server's own threads are
+// parked inside a file I/O system call: the number in /proc/.../syscall is
+// one of file_io_syscall() and its first argument is a descriptor of a
+// regular file or block device (a thread waiting in writev on a client
+// socket is not counted). /proc reports a syscall number only for a thread
+// that is not running, so this counts threads *blocked* in
+// pread/pwrite/fsync/..., whatever their state letter.
+// "Server threads" are all threads except io_uring's kernel-side workers
+// (comm "iou-wrk-*" / "iou-sqp-*", counted as iowq): Ganesha 4.3 names its
+// threads (svc_N, ...) only in its log, every thread's comm is
+// "ganesha.nfsd", so RPC workers cannot be told apart from the rest in /proc.
+struct thread_snapshot {
+  unsigned threads = 0, in_d = 0;
+  unsigned workers = 0, workers_in_d = 0, workers_in_file_io = 0;
+  unsigned iowq = 0, iowq_in_d = 0;
+};
+[[nodiscard]] std::optional<thread_snapshot> read_thread_snapshot(int pid);
+// x86-64 numbers of the syscalls that move or sync file data (read, write,
+// pread64, pwrite64, readv, writev, preadv(2), pwritev(2), fsync,
+// fdatasync, sync_file_range, fallocate, fadvise64, copy_file_range); each
+// takes the file descriptor as its first argument. io_uring_enter is not among them: a worker waiting
+// there waits for a ring, which the io_uring backend does not do.
+[[nodiscard]] bool file_io_syscall(long nr);
+// Parses a /proc/.../syscall line ("NR ARG1 ... SP PC", "running", "-1 SP
+// PC") into the syscall number and its first argument; nullopt when the
+// thread is running or not in a system call.
+struct syscall_line { long nr = -1; std::uint64_t arg0 = 0; };
+[[nodiscard]] std::optional<syscall_line> parse_syscall_line(const std::string& line);
+// Parses the state letter from a /proc/.../stat line ('?' when malformed).
+[[nodiscard]] char stat_state(const std::string& stat_line);
+
+struct thread_stats {   // over the run's snapshots
+  unsigned samples = 0;
+  unsigned threads_peak = 0, workers_peak = 0, iowq_peak = 0;
+  double d_mean = 0, workers_d_mean = 0, worker_file_io_mean = 0, iowq_d_mean = 0;
+  unsigned d_peak = 0, workers_d_peak = 0, worker_file_io_peak = 0, iowq_d_peak = 0;
+  void add(const thread_snapshot& s);
+ private:
+  std::uint64_t _d_sum = 0, _wd_sum = 0, _wio_sum = 0, _iowq_d_sum = 0;
 };
 
 struct sample_result {
@@ -55,6 +99,7 @@ struct sample_result {
   std::int64_t dev_reads = -1, dev_read_bytes = -1, dev_writes = -1, dev_write_bytes = -1;
   std::map<std::string, std::int64_t> vmstat_delta;   // pgscan_kswapd, pgsteal_kswapd, allocstall_*
   unsigned samples = 0;
+  thread_stats threads;               // server_pid's thread states
 };
 
 class sampler {
@@ -70,6 +115,7 @@ class sampler {
 
  private:
   void sample_once();
+  void sample_threads();
   void loop();
 
   sampler_config _cfg;

@@ -2,7 +2,8 @@
 # bench_smoke: tools/bench-report.sh --quick with tiny sizes through the
 # real harness; asserts the JSON has every variant of every workload (or a
 # printed reason for a skipped workload) and that pattern verification read
-# data and found no errors.
+# data and found no errors, that ganesha.nfsd's threads were sampled, and
+# that every IO_Backend = sync twin got its io_uring/sync ratio.
 #   bench_smoke.sh BUILD_DIR
 set -euo pipefail
 build=$(realpath "$1")
@@ -15,7 +16,8 @@ python3 - "$out/r/results.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 variants = r["variants"]
-want = ["vfs", "buffered", "dontcache", "fadvise", "direct", "direct_mem_buffered",
+want = ["vfs", "buffered", "buffered_sync", "dontcache", "dontcache_sync", "fadvise", "direct",
+        "direct_sync", "direct_untracked", "direct_cached_edges", "direct_mem_buffered",
         "direct_data_sync", "direct_file_sync"]
 assert variants == want, f"variants {variants} != {want}"
 bad = []
@@ -34,6 +36,13 @@ for w in ["mix", "randread", "randwrite", "reread", "interleave", "mempressure"]
             bad.append(f"{w}/{v}: nothing verified")
         if not row["mib_s"] or row["mib_s"] <= 0:
             bad.append(f"{w}/{v}: no throughput")
+        if row["threads_d_mean"] is None or row["server_threads_peak"] is None or row["server_threads_peak"] < 1:
+            bad.append(f"{w}/{v}: server thread sampling missing ({row['server_threads_peak']} threads)")
+    # every *_sync twin must also get its io_uring / sync ratio
+    for v in [x for x in variants if x in ("buffered_sync", "dontcache_sync", "direct_sync")]:
+        row = next((x for x in r["rows"] if x["workload"] == w and x["variant"] == v), None)
+        if row is not None and row.get("io_uring_over_sync") is None:
+            bad.append(f"{w}/{v}: no io_uring/sync ratio")
 for f in r["failures"]:
     bad.append(f)
 if bad:

@@ -1,11 +1,17 @@
 // Unit tests for dcache-bench's parts that need no server.
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <thread>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <vector>
 
@@ -318,4 +324,86 @@ TEST(Sampler, CachestatSeesWhatWasWrittenAndDropped) {
     EXPECT_LT(c->cache, 1u << 20);
   }
   std::filesystem::remove_all(dir);
+}
+
+// ------------------------------------------------------- thread sampling --
+TEST(ThreadSampler, ParsesStateAndSyscallLines) {
+  EXPECT_EQ(db::stat_state("123 (svc_4) D 1 2 3"), 'D');
+  EXPECT_EQ(db::stat_state("123 (odd) name) ) S 1 2 3"), 'S') << "comm may hold ') '";
+  EXPECT_EQ(db::stat_state("garbage"), '?');
+  const auto sc = db::parse_syscall_line("17 0x1c 0x7f00 0x100000 0x2000 0x0 0x0 0x7ffd 0x7f12");
+  ASSERT_TRUE(sc);
+  EXPECT_EQ(sc->nr, 17);
+  EXPECT_EQ(sc->arg0, 0x1cu);
+  EXPECT_FALSE(db::parse_syscall_line("running"));
+  EXPECT_FALSE(db::parse_syscall_line("-1 0x7ffd 0x7f12"));
+  EXPECT_FALSE(db::parse_syscall_line(""));
+  EXPECT_TRUE(db::file_io_syscall(17));    // pread64
+  EXPECT_TRUE(db::file_io_syscall(75));    // fdatasync
+  EXPECT_FALSE(db::file_io_syscall(202));  // futex
+  EXPECT_FALSE(db::file_io_syscall(426));  // io_uring_enter
+}
+
+// A thread parked in read() on a pipe is a server thread in a read syscall
+// but not in *file* I/O (the descriptor is a pipe); a thread named like an
+// io_uring worker is counted apart.
+TEST(ThreadSampler, CountsWorkersAndIgnoresPipeReads) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  std::atomic<bool> named{false};
+  std::atomic<pid_t> tid{0};
+  std::thread t([&] {
+    pthread_setname_np(pthread_self(), "svc_test");
+    tid = ::gettid();
+    named = true;
+    char c;
+    (void)!::read(p[0], &c, 1);
+  });
+  std::atomic<bool> named2{false};
+  std::thread t2([&] {
+    pthread_setname_np(pthread_self(), "iou-wrk-test");
+    named2 = true;
+    char c;
+    (void)!::read(p[0], &c, 1);
+  });
+  while (!named || !named2) std::this_thread::yield();
+  // wait until it is really blocked in read() (syscall 0 on the pipe)
+  const std::string sc_path = "/proc/self/task/" + std::to_string(tid.load()) + "/syscall";
+  bool blocked = false;
+  for (int i = 0; i < 400 && !blocked; ++i) {
+    std::ifstream in(sc_path);
+    std::string line;
+    std::getline(in, line);
+    const auto sc = db::parse_syscall_line(line);
+    blocked = sc && sc->nr == 0 && sc->arg0 == static_cast<std::uint64_t>(p[0]);
+    if (!blocked) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(blocked) << sc_path << " never showed read(" << p[0] << ")";
+  const auto s = db::read_thread_snapshot(::getpid());
+  ASSERT_TRUE(s);
+  EXPECT_GE(s->threads, 2u);
+  EXPECT_EQ(s->iowq, 1u) << "the thread named iou-wrk-test";
+  EXPECT_EQ(s->workers, s->threads - 1);
+  EXPECT_EQ(s->workers_in_file_io, 0u) << "a pipe is not a file";
+  ASSERT_EQ(::write(p[1], "xy", 2), 2);
+  t.join();
+  t2.join();
+  ::close(p[0]);
+  ::close(p[1]);
+  EXPECT_FALSE(db::read_thread_snapshot(-5)) << "no such process";
+}
+
+TEST(ThreadSampler, StatsAverageAndPeak) {
+  db::thread_stats st;
+  db::thread_snapshot a, b;
+  a.in_d = 1; a.workers_in_file_io = 3; a.threads = 10;
+  b.in_d = 4; b.workers_in_file_io = 0; b.threads = 12;
+  st.add(a);
+  st.add(b);
+  EXPECT_EQ(st.samples, 2u);
+  EXPECT_DOUBLE_EQ(st.d_mean, 2.5);
+  EXPECT_EQ(st.d_peak, 4u);
+  EXPECT_DOUBLE_EQ(st.worker_file_io_mean, 1.5);
+  EXPECT_EQ(st.worker_file_io_peak, 3u);
+  EXPECT_EQ(st.threads_peak, 12u);
 }
