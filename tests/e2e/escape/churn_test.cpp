@@ -1,4 +1,4 @@
-// "No export escape" under forced bad states (issue 7, item 4): the export
+// "No export escape" under forced bad states: the export
 // root's cache entry made to diverge from the filesystem -- the root renamed
 // or replaced from the host, MDCACHE churned past its high-water mark, handles
 // gone stale -- and handles relabelled between DCACHE exports on one

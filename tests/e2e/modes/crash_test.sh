@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash test (issue 3, item 9): data the server acknowledged as durable
+# Crash test: data the server acknowledged as durable
 # (FILE_SYNC answers to UNSTABLE WRITEs in direct_data_sync and
 # direct_file_sync, the client's own FILE_SYNC WRITEs in buffered,
 # dontcache and direct, COMMITs of UNSTABLE WRITEs) survives an XFS

@@ -1,4 +1,4 @@
-// End-to-end tests of the cache modes (issue 3, items 7-8): one real
+// End-to-end tests of the cache modes: one real
 // ganesha.nfsd with one DCACHE export per mode (modes_exports.conf) and the
 // same modes on a tmpfs (tmpfs_exports.conf.in), driven by libnfs.
 //
