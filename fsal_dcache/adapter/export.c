@@ -119,7 +119,7 @@ static const char *export_path_of_ctx(void)
  */
 static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			   struct dcache_export_args *args,
-			   struct dcache_settings *settings)
+			   struct dcache_settings *settings, const char *refused)
 {
 	struct dcache_settings_text text;
 	bool was_bogus, unknown;
@@ -138,10 +138,10 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 	err_type->bogus = was_bogus || unknown;
 	if (rc != 0 || unknown) {
 		LogCrit(COMPONENT_CONFIG,
-			"DCACHE: export %u (%s): %s in the FSAL block (see the configuration error above naming it); allowed settings: %s; export refused",
+			"DCACHE: export %u (%s): %s in the FSAL block (see the configuration error above naming it); allowed settings: %s; %s",
 			export_id_of_ctx(), export_path_of_ctx(),
 			unknown ? "unknown setting" : "malformed setting",
-			DCACHE_SETTING_NAMES);
+			DCACHE_SETTING_NAMES, refused);
 		return false;
 	}
 	text = (struct dcache_settings_text){
@@ -158,14 +158,14 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 		.cached_read_fast_path = args->cached_read_fast_path,
 	};
 	if (dcache_settings_parse(&text, settings, why, sizeof(why)) != 0) {
-		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; export refused",
-			export_id_of_ctx(), export_path_of_ctx(), why);
+		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
+			export_id_of_ctx(), export_path_of_ctx(), why, refused);
 		return false;
 	}
 	if (args->subfsal.name == NULL) {
 		LogCrit(COMPONENT_CONFIG,
-			"DCACHE: export %u (%s): missing the nested FSAL { Name = VFS; } block naming the FSAL to stack on; export refused",
-			export_id_of_ctx(), export_path_of_ctx());
+			"DCACHE: export %u (%s): missing the nested FSAL { Name = VFS; } block naming the FSAL to stack on; %s",
+			export_id_of_ctx(), export_path_of_ctx(), refused);
 		return false;
 	}
 	return true;
@@ -432,7 +432,8 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	fsal_status_t status;
 	char name[64];
 
-	if (!parse_settings(parse_node, err_type, &args, &settings)) {
+	if (!parse_settings(parse_node, err_type, &args, &settings,
+			    "export refused")) {
 		free_args(&args);
 		return fsalstat(ERR_FSAL_INVAL, EINVAL);
 	}
@@ -522,7 +523,8 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 			       updated_super);
 	if (FSAL_IS_ERROR(status))
 		return status;
-	if (!parse_settings(parse_node, err_type, &args, &settings)) {
+	if (!parse_settings(parse_node, err_type, &args, &settings,
+			    "update refused, the export keeps its current settings")) {
 		free_args(&args);
 		return fsalstat(ERR_FSAL_INVAL, EINVAL);
 	}
