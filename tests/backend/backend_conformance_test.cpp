@@ -19,6 +19,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_file.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -70,28 +72,7 @@ struct uring_kind {
 
 // ---- helpers ------------------------------------------------------------
 
-class temp_file {
-public:
-	explicit temp_file(const char *dir)
-	{
-		_path = std::string(dir) + "/dcache_backend_XXXXXX";
-		_fd = mkostemp(_path.data(), O_CLOEXEC);
-	}
-	temp_file(const temp_file &) = delete;
-	temp_file &operator=(const temp_file &) = delete;
-	~temp_file()
-	{
-		if (_fd >= 0) {
-			close(_fd);
-			unlink(_path.c_str());
-		}
-	}
-	[[nodiscard]] int fd() const { return _fd; }
-
-private:
-	std::string _path;
-	int _fd = -1;
-};
+using dcache::test::temp_file;
 
 std::vector<std::uint8_t> pattern(std::size_t n, unsigned seed)
 {

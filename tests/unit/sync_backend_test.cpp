@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_file.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -20,29 +22,7 @@ using namespace dcache::io;
 
 namespace {
 
-class temp_file {
-public:
-	explicit temp_file(const char *dir = "/tmp")
-	{
-		_path = std::string(dir) + "/dcache_unit_XXXXXX";
-		_fd = mkostemp(_path.data(), O_CLOEXEC);
-	}
-	temp_file(const temp_file &) = delete;
-	temp_file &operator=(const temp_file &) = delete;
-	~temp_file()
-	{
-		if (_fd >= 0) {
-			close(_fd);
-			unlink(_path.c_str());
-		}
-	}
-	[[nodiscard]] int fd() const { return _fd; }
-	[[nodiscard]] const std::string &path() const { return _path; }
-
-private:
-	std::string _path;
-	int _fd = -1;
-};
+using dcache::test::temp_file;
 
 std::vector<std::uint8_t> pattern(std::size_t n, unsigned seed)
 {
