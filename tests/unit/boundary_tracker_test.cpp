@@ -11,6 +11,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "engine_support.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -37,14 +39,7 @@ constexpr int k_fd = 7;
 constexpr int k_fd2 = 8;
 constexpr std::uint64_t k_page = 4096;
 
-std::uint64_t stat_of(const dcache_export *e, const char *name)
-{
-	for (std::size_t i = 0; i < dcache_stats_count(); ++i)
-		if (std::strcmp(dcache_stats_name(i), name) == 0)
-			return dcache_stats_value(e, i);
-	ADD_FAILURE() << "no counter named " << name;
-	return 0;
-}
+using namespace dcache::test;
 
 std::vector<std::uint8_t> pattern(std::size_t len, unsigned seed)
 {

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine_support.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -36,27 +38,7 @@ using namespace dcache::core;
 
 namespace {
 
-std::mutex g_log_mutex;
-std::vector<std::string> g_log_lines;
-void capture_log(dcache_log_level, const char *msg)
-{
-	std::lock_guard lock(g_log_mutex);
-	g_log_lines.emplace_back(msg);
-}
-std::vector<std::string> log_lines()
-{
-	std::lock_guard lock(g_log_mutex);
-	return g_log_lines;
-}
-
-std::uint64_t stat_of(const dcache_export *e, const char *name)
-{
-	for (std::size_t i = 0; i < dcache_stats_count(); ++i)
-		if (std::strcmp(dcache_stats_name(i), name) == 0)
-			return dcache_stats_value(e, i);
-	ADD_FAILURE() << "no counter named " << name;
-	return 0;
-}
+using namespace dcache::test;
 
 class async_fake final : public dcache::io::backend {
 public:
@@ -185,10 +167,7 @@ class engine_async : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-		{
-			std::lock_guard lock(g_log_mutex);
-			g_log_lines.clear();
-		}
+		clear_log();
 		dcache_set_log(capture_log);
 		fb.set_caps({512, 4096, 4096, dcache::io::dio_caps::source::fake});
 		make(dcache_settings_default());
@@ -585,10 +564,7 @@ dcache::io::uring_open_result refuse_eperm(unsigned)
 
 TEST(engine_backend, io_uring_refused_falls_back_to_sync_logged_once_and_counted)
 {
-	{
-		std::lock_guard lock(g_log_mutex);
-		g_log_lines.clear();
-	}
+	clear_log();
 	dcache_set_log(capture_log);
 	set_uring_factory(&refuse_eperm);
 	const dcache_settings s = dcache_settings_default();
@@ -833,10 +809,7 @@ TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
 	const int fd = mkstemp(path);
 	ASSERT_GE(fd, 0) << std::strerror(errno);
 	unlink(path);
-	{
-		std::lock_guard lock(g_log_mutex);
-		g_log_lines.clear();
-	}
+	clear_log();
 	dcache_set_log(capture_log);
 	set_uring_factory(&uring_without_personalities);
 	const dcache_settings s = dcache_settings_default();

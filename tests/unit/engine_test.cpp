@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "engine_support.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -26,28 +28,7 @@ using namespace dcache::core;
 
 namespace {
 
-std::mutex g_log_mutex;
-std::vector<std::string> g_log_lines;
-void capture_log(dcache_log_level, const char *msg)
-{
-	std::lock_guard lock(g_log_mutex);
-	g_log_lines.emplace_back(msg);
-}
-std::size_t log_lines_with(const std::string &needle)
-{
-	std::lock_guard lock(g_log_mutex);
-	return static_cast<std::size_t>(std::count_if(g_log_lines.begin(), g_log_lines.end(),
-						      [&](const std::string &l) { return l.find(needle) != l.npos; }));
-}
-
-std::uint64_t stat_of(const dcache_export *e, const char *name)
-{
-	for (std::size_t i = 0; i < dcache_stats_count(); ++i)
-		if (std::strcmp(dcache_stats_name(i), name) == 0)
-			return dcache_stats_value(e, i);
-	ADD_FAILURE() << "no counter named " << name;
-	return 0;
-}
+using namespace dcache::test;
 
 // A payload buffer at a chosen distance from a 4096-aligned address.
 class payload {
@@ -79,10 +60,7 @@ class engine : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-		{
-			std::lock_guard lock(g_log_mutex);
-			g_log_lines.clear();
-		}
+		clear_log();
 		dcache_set_log(capture_log);
 		fb.set_caps({512, 4096, 4096, dcache::io::dio_caps::source::fake});
 		make(dcache_settings_default());

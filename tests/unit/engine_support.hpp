@@ -1,0 +1,57 @@
+// Helpers shared by the core's unit tests: the core's log lines captured
+// through dcache_set_log, and counters read by name.  Thread-safe.
+#pragma once
+
+#include "dcache/core.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace dcache::test {
+
+inline std::mutex g_log_mutex;
+inline std::vector<std::string> g_log_lines;
+
+// A dcache_log_fn: install with dcache_set_log(capture_log).
+inline void capture_log(dcache_log_level, const char *msg)
+{
+	std::lock_guard lock(g_log_mutex);
+	g_log_lines.emplace_back(msg);
+}
+
+inline void clear_log()
+{
+	std::lock_guard lock(g_log_mutex);
+	g_log_lines.clear();
+}
+
+inline std::vector<std::string> log_lines()
+{
+	std::lock_guard lock(g_log_mutex);
+	return g_log_lines;
+}
+
+inline std::size_t log_lines_with(const std::string &needle)
+{
+	std::lock_guard lock(g_log_mutex);
+	return static_cast<std::size_t>(std::count_if(g_log_lines.begin(), g_log_lines.end(),
+						      [&](const std::string &l) { return l.find(needle) != l.npos; }));
+}
+
+// The export's counter of that name; a failure if there is none.
+inline std::uint64_t stat_of(const dcache_export *e, const char *name)
+{
+	for (std::size_t i = 0; i < dcache_stats_count(); ++i)
+		if (std::strcmp(dcache_stats_name(i), name) == 0)
+			return dcache_stats_value(e, i);
+	ADD_FAILURE() << "no counter named " << name;
+	return 0;
+}
+
+} // namespace dcache::test
