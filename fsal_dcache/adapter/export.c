@@ -238,6 +238,84 @@ static fsal_status_t dcache_lookup_path(struct fsal_export *exp_hdl,
 }
 
 /*
+ * Checks a file handle this export did not hand out itself: the object
+ * must exist and, for a directory, lie inside the export's tree.  Records
+ * it as known when it passes.  op_ctx holds our export.
+ */
+static fsal_status_t check_unknown_handle(struct dcache_fsal_export *exp,
+					  const struct gsh_buffdesc *fh_desc)
+{
+	struct fsal_export *sub = exp->export.sub_export;
+	struct fsal_obj_handle *sub_handle = NULL;
+	char copy[NFS4_FHSIZE];
+	struct gsh_buffdesc desc = { copy, fh_desc->len };
+	fsal_status_t status;
+	bool inside;
+
+	if (fh_desc->len > sizeof(copy))
+		return fsalstat(ERR_FSAL_BADHANDLE, EINVAL);
+	memcpy(copy, fh_desc->addr, fh_desc->len);
+	DCACHE_SUB_SCOPE(&exp->export);
+
+	status = sub->exp_ops.create_handle(sub, &desc, &sub_handle, NULL);
+	if (FSAL_IS_ERROR(status))
+		return status;
+	inside = sub_handle->type != DIRECTORY ||
+		 dcache_directory_within_export(exp, sub_handle);
+	if (inside) {
+		struct gsh_buffdesc key;
+
+		sub_handle->obj_ops->handle_to_key(sub_handle, &key);
+		dcache_export_handle_add(exp->core, key.addr, key.len);
+	} else {
+		LogWarn(COMPONENT_FSAL,
+			"DCACHE: export %u (%s): refused a file handle of a directory outside the export (fileid %" PRIu64 ")",
+			exp->export_id, exp->path, sub_handle->fileid);
+	}
+	sub_handle->obj_ops->release(sub_handle);
+	return inside ? status : fsalstat(ERR_FSAL_STALE, ESTALE);
+}
+
+/*
+ * wire_to_host sees every file handle a client presents (PUTFH, and each
+ * NFSv3 call).  MDCACHE shares its entries among the exports of one FSAL
+ * on one filesystem and serves a cached entry without asking the FSAL, so
+ * a directory handle of a sibling export, relabelled with this export's
+ * id, would otherwise be served here.  Handles this export handed out (or
+ * has checked) pass with one lookup in a bounded table; any other is
+ * checked once (check_unknown_handle).
+ */
+static fsal_status_t dcache_wire_to_host(struct fsal_export *exp_hdl,
+					 fsal_digesttype_t in_type,
+					 struct gsh_buffdesc *fh_desc,
+					 int flags)
+{
+	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
+	struct fsal_export *sub = exp_hdl->sub_export;
+	char key_bytes[NFS4_FHSIZE];
+	struct gsh_buffdesc key;
+	fsal_status_t status;
+
+	{
+		DCACHE_SUB_SCOPE(exp_hdl);
+
+		status = sub->exp_ops.wire_to_host(sub, in_type, fh_desc, flags);
+		if (FSAL_IS_ERROR(status))
+			return status;
+		if (fh_desc->len > sizeof(key_bytes))
+			return fsalstat(ERR_FSAL_BADHANDLE, EINVAL);
+		memcpy(key_bytes, fh_desc->addr, fh_desc->len);
+		key = (struct gsh_buffdesc){ key_bytes, fh_desc->len };
+		status = sub->exp_ops.host_to_key(sub, &key);
+		if (FSAL_IS_ERROR(status))
+			return status;
+	}
+	if (dcache_export_handle_known(exp->core, key.addr, key.len))
+		return status;
+	return check_unknown_handle(exp, fh_desc);
+}
+
+/*
  * create_handle turns a client's file handle into an object when MDCACHE
  * does not hold it.  A file handle names an inode, not a path, so a forged
  * or leaked handle of a directory above the export (or in a sibling export
@@ -293,10 +371,6 @@ static fsal_status_t dcache_get_fs_dynamic_info(struct fsal_export *exp_hdl,
 	}
 
 DCACHE_EXPORT_FORWARD(void, prepare_unexport, (struct fsal_export *exp_hdl))
-DCACHE_EXPORT_FORWARD(fsal_status_t, wire_to_host,
-		      (struct fsal_export *exp_hdl, fsal_digesttype_t in_type,
-		       struct gsh_buffdesc *fh_desc, int flags),
-		      in_type, fh_desc, flags)
 DCACHE_EXPORT_FORWARD(fsal_status_t, host_to_key,
 		      (struct fsal_export *exp_hdl,
 		       struct gsh_buffdesc *fh_desc),

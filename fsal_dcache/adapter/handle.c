@@ -18,6 +18,7 @@ fsal_status_t dcache_wrap_handle(struct dcache_fsal_export *exp,
 				 struct fsal_obj_handle **out)
 {
 	struct dcache_obj_handle *h = gsh_calloc(1, sizeof(*h));
+	struct gsh_buffdesc key;
 
 	fsal_obj_handle_init(&h->obj_handle, &exp->export, sub_handle->type);
 	h->obj_handle.obj_ops = &dcache_module.handle_ops;
@@ -28,6 +29,10 @@ fsal_status_t dcache_wrap_handle(struct dcache_fsal_export *exp,
 	h->sub_handle = sub_handle;
 	if (sub_handle->type == REGULAR_FILE)
 		h->file = dcache_file_new(exp->core);
+	/* Reached through this export: its handle needs no check later
+	 * (see dcache_wire_to_host). */
+	sub_handle->obj_ops->handle_to_key(sub_handle, &key);
+	dcache_export_handle_add(exp->core, key.addr, key.len);
 	*out = &h->obj_handle;
 	return fsalstat(ERR_FSAL_NO_ERROR, 0);
 }

@@ -1413,6 +1413,28 @@ struct dcache_settings dcache_export_settings(const struct dcache_export *exp)
 // The adapter's unexport: every held boundary page of the export is
 // written back and dropped (through each file's O_DIRECT descriptor; files
 // may outlive the export), then the adapter's reference goes.
+bool dcache_export_handle_known(const struct dcache_export *exp, const void *key, size_t len)
+{
+	if (exp == nullptr || key == nullptr)
+		return false;
+	try {
+		return exp->known.contains({static_cast<const char *>(key), len});
+	} catch (...) {
+		return false; // no memory: check again
+	}
+}
+
+void dcache_export_handle_add(struct dcache_export *exp, const void *key, size_t len)
+{
+	if (exp == nullptr || key == nullptr)
+		return;
+	try {
+		exp->known.add({static_cast<const char *>(key), len});
+	} catch (...) {
+		// not remembered: the handle is checked again on its next use
+	}
+}
+
 void dcache_export_free(struct dcache_export *exp)
 {
 	if (exp == nullptr)

@@ -27,6 +27,7 @@
 #include "dcache/core.h"
 #include "dcache_io/backend.h"
 #include "dcache_io/uring_backend.h"
+#include "known_handles.h"
 #include "stats.h"
 
 #include <atomic>
@@ -59,6 +60,11 @@ using fd_ref = std::shared_ptr<const owned_fd>;
 
 } // namespace dcache::core
 
+namespace dcache::core {
+// Keys remembered per export (a VFS key is ~30 bytes: ~4 MiB at most).
+inline constexpr std::size_t k_known_handles = 65536;
+} // namespace dcache::core
+
 struct dcache_export {
 	// One reference for the adapter's export and one per dcache_file: in
 	// Ganesha, objects are shared by the exports of one filesystem and can
@@ -81,6 +87,8 @@ struct dcache_export {
 	std::mutex inflight_mutex;
 	std::condition_variable inflight_cv;
 	std::size_t inflight = 0; // guarded by inflight_mutex
+	// File handles known to lie inside the export (see known_handles.h).
+	dcache::core::known_handles known{dcache::core::k_known_handles};
 };
 
 struct dcache_file {

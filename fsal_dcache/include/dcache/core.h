@@ -129,6 +129,14 @@ struct dcache_settings dcache_export_settings(const struct dcache_export *exp);
  * export, then drops the adapter's reference. */
 void dcache_export_free(struct dcache_export *exp);
 
+/* File handles (the sub-FSAL's keys) known to lie inside the export: the
+ * ones it handed out itself and the ones checked on first use.  Bounded;
+ * a forgotten key only costs one more check.  Thread-safe. */
+bool dcache_export_handle_known(const struct dcache_export *exp,
+				const void *key, size_t len);
+void dcache_export_handle_add(struct dcache_export *exp, const void *key,
+			      size_t len);
+
 /* ---- per file object --------------------------------------------------- */
 
 struct dcache_file;

@@ -665,14 +665,14 @@ const export_info k_inner{3, "dcache/inner", "dcache/inner", true};
 const export_info k_sib1{4, "sib1", "sib1", true};
 const export_info k_sib2{5, "sib2", "sib2", true};
 
-// KNOWN RESIDUAL (documented, not fixed here): MDCACHE shares entries among
-// the exports of one filesystem and looks a handle up by its FSAL bytes
-// before asking the export's FSAL, so the sibling root -- always cached, it
-// is export 4's root entry -- relabelled as export 5 is served without
-// DCACHE's create_handle check. Only ".." above export 5's root is refused.
-// When this is fixed, GETATTR/READDIR here turn into STALE and this test
-// fails: update it to assert the refusal.
-TEST_F(relabelled, KnownResidualCachedSiblingRootRelabelledIsServed) {
+// MDCACHE shares entries among the exports of one FSAL on one filesystem
+// and finds a handle by its FSAL bytes before asking the FSAL, so the
+// sibling root -- always cached, it is export 4's root entry -- relabelled
+// as export 5 would be served from the shared entry.  DCACHE's
+// wire_to_host refuses it: export 5 never handed that handle out, and the
+// check on first use finds the directory outside export 5's tree.  Its
+// own export 4 still serves it.
+TEST_F(relabelled, CachedSiblingRootRelabelledIsStale) {
     fs::create_directories(_mnt / "sib1" / "secret_of_sib1");
     std::fclose(std::fopen((_mnt / "sib1" / "secret_of_sib1" / "payload_of_sib1").c_str(), "w"));
     const uint64_t sib1_ino = host_ino(_mnt / "sib1");
@@ -680,36 +680,27 @@ TEST_F(relabelled, KnownResidualCachedSiblingRootRelabelledIsServed) {
     auto [sib1_v4, a4] = v4_export_root(k_sib1.pseudo_name);
     ASSERT_FALSE(sib1_v3.empty());
     ASSERT_FALSE(sib1_v4.empty());
+    // Cached and served under its own export.
+    auto own = observe("sib1 root under its own export 4", sib1_v3, sib1_v4, "secret_of_sib1");
+    ASSERT_EQ(own.getattr, NFS3_OK);
+    ASSERT_EQ(own.fileid, sib1_ino);
+    ASSERT_EQ(own.lookup_child, NFS3_OK);
+
     auto o = observe("sib1 root relabelled as export 5 (/sib2)", relabel(sib1_v3, 5, true),
                      relabel(sib1_v4, 5, false), "secret_of_sib1");
-    // The residual, exactly as it is today:
-    EXPECT_EQ(o.getattr, NFS3_OK);
-    EXPECT_EQ(o.fileid, sib1_ino);
-    // v3 READDIR fails only because it needs ".." (refused above export 5).
-    EXPECT_EQ(o.readdir, NFS3ERR_ACCES);
-    EXPECT_EQ(o.lookup_child, NFS3_OK);
-    EXPECT_EQ(o.v4_getattr, NFS4_OK);
-    EXPECT_EQ(o.v4_fileid, sib1_ino);
-    EXPECT_EQ(o.v4_lookup_child, NFS4_OK);
-    // The guard: ".." from it never reaches the XFS root (export 5's parent).
-    EXPECT_FALSE(o.dotdot == NFS3_OK && o.dotdot_fileid == _xfs_root_ino);
+    EXPECT_EQ(o.getattr, NFS3ERR_STALE);
+    EXPECT_EQ(o.readdir, NFS3ERR_STALE);
+    EXPECT_EQ(o.lookup_child, NFS3ERR_STALE);
+    EXPECT_EQ(o.dotdot, NFS3ERR_STALE);
+    EXPECT_EQ(o.v4_getattr, NFS4ERR_STALE);
+    EXPECT_EQ(o.v4_lookup_child, NFS4ERR_STALE);
     EXPECT_FALSE(o.v4_lookupp == NFS4_OK && o.v4_lookupp_fileid == _xfs_root_ino);
-    EXPECT_EQ(o.dotdot, NFS3ERR_ACCES) << "\"..\" above export 5's root should be refused";
-    // One level down the residual is complete: the child, reached through
-    // the relabelled root and labelled export 5, lists sib1's contents.
-    auto child = lookup3_attrs(relabel(sib1_v3, 5, true), "secret_of_sib1");
+    // A child handle obtained under export 4, relabelled as export 5, is
+    // refused too: nothing of sib1 is reachable through export 5.
+    auto child = lookup3_attrs(sib1_v3, "secret_of_sib1");
     ASSERT_EQ(child.status, NFS3_OK);
-    auto g = ganesha_fh::parse(child.fh);
-    ASSERT_TRUE(g);
-    EXPECT_EQ(g->export_id, 5) << "the child handle is labelled export 5";
-    auto listing = _nfs.readdir3_all(child.fh);
-    std::string names;
-    for (const auto& e : listing.entries) names += " " + e.name;
-    std::printf("READDIR of sib1/secret_of_sib1 through export 5: status %d [%s ]\n", listing.status,
-                names.c_str());
-    EXPECT_EQ(listing.status, NFS3_OK);
-    EXPECT_TRUE(std::any_of(listing.entries.begin(), listing.entries.end(),
-                            [](const dir_entry& e) { return e.name == "payload_of_sib1"; }));
+    auto listing = _nfs.readdir3_all(relabel(child.fh, 5, true));
+    EXPECT_EQ(listing.status, NFS3ERR_STALE);
 }
 
 // Not cached: a sibling directory nobody has looked up, its handle made on
@@ -742,9 +733,9 @@ TEST_F(relabelled, UncachedSiblingDirectoryRelabelledIsStale) {
 }
 
 // Nested: /dcache's root (export 2, always cached) relabelled as the nested
-// export 3 (/dcache/inner) is the same residual one level up; the nested
+// export 3 (/dcache/inner) lies outside export 3 and is refused; the nested
 // root relabelled as its enclosing export is legitimately inside.
-TEST_F(relabelled, KnownResidualNestedExportsRelabelled) {
+TEST_F(relabelled, NestedExportsRelabelled) {
     fs::create_directories(_mnt / "dcache" / "outer_only");
     const uint64_t dcache_ino = host_ino(_mnt / "dcache");
     const uint64_t inner_ino = host_ino(_mnt / "dcache" / "inner");
@@ -752,12 +743,11 @@ TEST_F(relabelled, KnownResidualNestedExportsRelabelled) {
     auto [outer_v4, oa] = v4_export_root(k_dcache.pseudo_name);
     auto up = observe("/dcache root relabelled as export 3 (/dcache/inner)", relabel(outer_v3, 3, true),
                       relabel(outer_v4, 3, false), "outer_only");
-    EXPECT_EQ(up.getattr, NFS3_OK);  // residual: served from the shared entry
-    EXPECT_EQ(up.fileid, dcache_ino);
-    EXPECT_EQ(up.readdir, NFS3ERR_ACCES);  // v3 READDIR needs ".."
-    EXPECT_EQ(up.lookup_child, NFS3_OK);
-    EXPECT_EQ(up.v4_lookup_child, NFS4_OK);
-    EXPECT_EQ(up.dotdot, NFS3ERR_ACCES) << "\"..\" to the XFS root must be refused";
+    EXPECT_EQ(up.getattr, NFS3ERR_STALE);
+    EXPECT_EQ(up.readdir, NFS3ERR_STALE);
+    EXPECT_EQ(up.lookup_child, NFS3ERR_STALE);
+    EXPECT_EQ(up.v4_getattr, NFS4ERR_STALE);
+    EXPECT_EQ(up.v4_lookup_child, NFS4ERR_STALE);
     EXPECT_FALSE(up.v4_lookupp == NFS4_OK && up.v4_lookupp_fileid == _xfs_root_ino);
 
     bytes inner_v3 = mount_root(k_inner);

@@ -1,0 +1,59 @@
+// The file handles known to lie inside one export: those the export itself
+// handed out (lookup, readdir, create) and those checked on their first
+// use.  The adapter consults it for every handle a client presents, so a
+// handle of a directory outside the export -- forged, or relabelled from a
+// sibling export whose cache entry Ganesha would otherwise share -- is
+// checked once and refused, while handles the export issued cost one hash
+// lookup.
+//
+// Bounded: at most `capacity` keys; past it the oldest is forgotten, which
+// only costs that handle one more check.  Thread-safe (one mutex; no I/O
+// under it).
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+
+namespace dcache::core {
+
+class known_handles {
+public:
+	explicit known_handles(std::size_t capacity) : _capacity(capacity) {}
+
+	[[nodiscard]] bool contains(std::string_view key) const
+	{
+		std::lock_guard lock(_mutex);
+		return _keys.find(std::string(key)) != _keys.end();
+	}
+
+	void add(std::string_view key)
+	{
+		std::lock_guard lock(_mutex);
+		auto [it, inserted] = _keys.emplace(key);
+		if (!inserted)
+			return;
+		_order.push_back(&*it);
+		while (_keys.size() > _capacity) {
+			_keys.erase(*_order.front());
+			_order.pop_front();
+		}
+	}
+
+	[[nodiscard]] std::size_t size() const
+	{
+		std::lock_guard lock(_mutex);
+		return _keys.size();
+	}
+
+private:
+	const std::size_t _capacity;
+	mutable std::mutex _mutex;
+	std::unordered_set<std::string> _keys;  // guarded by _mutex
+	std::deque<const std::string *> _order; // guarded by _mutex; oldest first
+};
+
+} // namespace dcache::core
