@@ -26,19 +26,29 @@
  * and what is allowed.  (Ganesha's own typed items would reject some of
  * them with a message that names neither the export nor the choices.)
  */
+/*
+ * The settings of the FSAL block, as (name in ganesha.conf, field of
+ * struct dcache_settings_text): the one list the config table, the
+ * argument struct, its cleanup, the hand-off to the core and the error
+ * message are generated from.
+ */
+#define DCACHE_SETTINGS(X)                                                  \
+	X("IO_Cache_Read", io_cache_read)                                   \
+	X("IO_Cache_Write", io_cache_write)                                 \
+	X("Direct_Misaligned_Num_Pages", direct_misaligned_num_pages)       \
+	X("Direct_Misaligned_Dontcache", direct_misaligned_dontcache)       \
+	X("Direct_Misaligned_Memory", direct_misaligned_memory)             \
+	X("Boundary_Tracking", boundary_tracking)                           \
+	X("Boundary_Max_Pages", boundary_max_pages)                         \
+	X("Boundary_Max_Age_Ms", boundary_max_age_ms)                       \
+	X("IO_Backend", io_backend)                                         \
+	X("IO_Queue_Depth", io_queue_depth)                                 \
+	X("Cached_Read_Fast_Path", cached_read_fast_path)
+
+#define DCACHE_ARG_FIELD(name, member) char *member;
 struct dcache_export_args {
 	struct subfsal_args subfsal;
-	char *io_cache_read;
-	char *io_cache_write;
-	char *direct_misaligned_num_pages;
-	char *direct_misaligned_dontcache;
-	char *direct_misaligned_memory;
-	char *boundary_tracking;
-	char *boundary_max_pages;
-	char *boundary_max_age_ms;
-	char *io_backend;
-	char *io_queue_depth;
-	char *cached_read_fast_path;
+	DCACHE_SETTINGS(DCACHE_ARG_FIELD)
 };
 
 static struct config_item sub_fsal_params[] = {
@@ -46,32 +56,17 @@ static struct config_item sub_fsal_params[] = {
 	CONFIG_EOL
 };
 
-#define DCACHE_SETTING(name, member) \
-	CONF_ITEM_STR(name, 1, 64, NULL, dcache_export_args, member)
+#define DCACHE_CONF_ITEM(name, member) \
+	CONF_ITEM_STR(name, 1, 64, NULL, dcache_export_args, member),
 
 /* For the error message: what may appear in the FSAL block. */
+#define DCACHE_SETTING_NAME(name, member) name ", "
 #define DCACHE_SETTING_NAMES \
-	"Name, IO_Cache_Read, IO_Cache_Write, Direct_Misaligned_Num_Pages, " \
-	"Direct_Misaligned_Dontcache, Direct_Misaligned_Memory, " \
-	"Boundary_Tracking, Boundary_Max_Pages, Boundary_Max_Age_Ms, " \
-	"IO_Backend, IO_Queue_Depth, Cached_Read_Fast_Path, " \
-	"FSAL { Name = VFS; }"
+	"Name, " DCACHE_SETTINGS(DCACHE_SETTING_NAME) "FSAL { Name = VFS; }"
 
 static struct config_item export_params[] = {
 	CONF_ITEM_NOOP("name"),
-	DCACHE_SETTING("IO_Cache_Read", io_cache_read),
-	DCACHE_SETTING("IO_Cache_Write", io_cache_write),
-	DCACHE_SETTING("Direct_Misaligned_Num_Pages",
-		       direct_misaligned_num_pages),
-	DCACHE_SETTING("Direct_Misaligned_Dontcache",
-		       direct_misaligned_dontcache),
-	DCACHE_SETTING("Direct_Misaligned_Memory", direct_misaligned_memory),
-	DCACHE_SETTING("Boundary_Tracking", boundary_tracking),
-	DCACHE_SETTING("Boundary_Max_Pages", boundary_max_pages),
-	DCACHE_SETTING("Boundary_Max_Age_Ms", boundary_max_age_ms),
-	DCACHE_SETTING("IO_Backend", io_backend),
-	DCACHE_SETTING("IO_Queue_Depth", io_queue_depth),
-	DCACHE_SETTING("Cached_Read_Fast_Path", cached_read_fast_path),
+	DCACHE_SETTINGS(DCACHE_CONF_ITEM)
 	CONF_RELAX_BLOCK("FSAL", sub_fsal_params, noop_conf_init,
 			 subfsal_commit, dcache_export_args, subfsal),
 	CONFIG_EOL
@@ -86,20 +81,11 @@ static struct config_block export_param_block = {
 	.blk_desc.u.blk.commit = noop_conf_commit,
 };
 
+#define DCACHE_FREE_ARG(name, member) gsh_free(args->member);
 static void free_args(struct dcache_export_args *args)
 {
 	gsh_free(args->subfsal.name);
-	gsh_free(args->io_cache_read);
-	gsh_free(args->io_cache_write);
-	gsh_free(args->direct_misaligned_num_pages);
-	gsh_free(args->direct_misaligned_dontcache);
-	gsh_free(args->direct_misaligned_memory);
-	gsh_free(args->boundary_tracking);
-	gsh_free(args->boundary_max_pages);
-	gsh_free(args->boundary_max_age_ms);
-	gsh_free(args->io_backend);
-	gsh_free(args->io_queue_depth);
-	gsh_free(args->cached_read_fast_path);
+	DCACHE_SETTINGS(DCACHE_FREE_ARG)
 }
 
 static uint16_t export_id_of_ctx(void)
@@ -121,7 +107,7 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			   struct dcache_export_args *args,
 			   struct dcache_settings *settings, const char *refused)
 {
-	struct dcache_settings_text text;
+	struct dcache_settings_text text = { 0 };
 	bool was_bogus, unknown;
 	char why[256];
 	int rc;
@@ -144,19 +130,8 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			DCACHE_SETTING_NAMES, refused);
 		return false;
 	}
-	text = (struct dcache_settings_text){
-		.io_cache_read = args->io_cache_read,
-		.io_cache_write = args->io_cache_write,
-		.direct_misaligned_num_pages = args->direct_misaligned_num_pages,
-		.direct_misaligned_dontcache = args->direct_misaligned_dontcache,
-		.direct_misaligned_memory = args->direct_misaligned_memory,
-		.boundary_tracking = args->boundary_tracking,
-		.boundary_max_pages = args->boundary_max_pages,
-		.boundary_max_age_ms = args->boundary_max_age_ms,
-		.io_backend = args->io_backend,
-		.io_queue_depth = args->io_queue_depth,
-		.cached_read_fast_path = args->cached_read_fast_path,
-	};
+#define DCACHE_TEXT_FIELD(name, member) text.member = args->member;
+	DCACHE_SETTINGS(DCACHE_TEXT_FIELD)
 	if (dcache_settings_parse(&text, settings, why, sizeof(why)) != 0) {
 		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
 			export_id_of_ctx(), export_path_of_ctx(), why, refused);
