@@ -140,6 +140,7 @@ bool dcache_is_export_root(const struct dcache_fsal_export *exp,
 			   const struct fsal_obj_handle *sub_handle);
 bool dcache_is_above_export(const struct dcache_fsal_export *exp,
 			    const struct fsal_obj_handle *sub_handle);
+struct fsal_obj_handle *dcache_parent_dir(struct fsal_obj_handle *dir);
 bool dcache_directory_within_export(struct dcache_fsal_export *exp,
 				    struct fsal_obj_handle *dir);
 

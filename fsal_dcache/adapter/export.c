@@ -448,20 +448,11 @@ static fsal_status_t capture_root(struct dcache_fsal_export *exp)
 	exp->root = id_of(cur);
 	exp->n_ancestors = 0;
 	while (exp->n_ancestors < DCACHE_MAX_ANCESTORS) {
-		struct fsal_obj_handle *parent = NULL;
-		struct dcache_object_id id;
+		struct fsal_obj_handle *parent = dcache_parent_dir(cur);
 
-		if (FSAL_IS_ERROR(cur->obj_ops->lookup(cur, "..", &parent,
-						       NULL)))
+		if (parent == NULL)
 			break;
-		id = id_of(parent);
-		if (id.fileid == id_of(cur).fileid &&
-		    id.fsid.major == cur->fsid.major &&
-		    id.fsid.minor == cur->fsid.minor) {
-			parent->obj_ops->release(parent); /* "/" */
-			break;
-		}
-		exp->ancestors[exp->n_ancestors++] = id;
+		exp->ancestors[exp->n_ancestors++] = id_of(parent);
 		cur->obj_ops->release(cur);
 		cur = parent;
 	}

@@ -104,10 +104,31 @@ bool dcache_is_above_export(const struct dcache_fsal_export *exp,
 }
 
 /*
+ * The sub-FSAL handle of dir's parent directory, or NULL when there is none
+ * to walk to: dir is a filesystem's root ("/", whose ".." is itself) or the
+ * lookup failed.  op_ctx holds the sub-FSAL's export.
+ */
+struct fsal_obj_handle *dcache_parent_dir(struct fsal_obj_handle *dir)
+{
+	struct fsal_obj_handle *parent = NULL;
+
+	if (FSAL_IS_ERROR(dir->obj_ops->lookup(dir, "..", &parent, NULL)))
+		return NULL;
+	if (parent->fileid == dir->fileid &&
+	    parent->fsid.major == dir->fsid.major &&
+	    parent->fsid.minor == dir->fsid.minor) {
+		parent->obj_ops->release(parent);
+		return NULL;
+	}
+	return parent;
+}
+
+/*
  * Is the sub-FSAL directory dir inside this export's tree?  Walks ".." on
- * the sub-FSAL (op_ctx holding the sub-FSAL's export) until it meets the export root (inside), the filesystem's
- * root or another filesystem's directory (outside).  Only directories
- * matter: they are what a client walks and looks up from.
+ * the sub-FSAL (op_ctx holding the sub-FSAL's export) until it meets the
+ * export root (inside), a directory above it, or the top of the filesystem
+ * (outside).  Only directories matter: they are what a client walks and
+ * looks up from.
  */
 #define DCACHE_MAX_DEPTH 1024
 
@@ -119,8 +140,7 @@ bool dcache_directory_within_export(struct dcache_fsal_export *exp,
 	int depth;
 
 	for (depth = 0; depth < DCACHE_MAX_DEPTH; depth++) {
-		struct fsal_obj_handle *parent = NULL;
-		fsal_status_t status;
+		struct fsal_obj_handle *parent;
 
 		if (dcache_is_export_root(exp, cur)) {
 			inside = true;
@@ -128,16 +148,9 @@ bool dcache_directory_within_export(struct dcache_fsal_export *exp,
 		}
 		if (dcache_is_above_export(exp, cur))
 			break;
-		status = cur->obj_ops->lookup(cur, "..", &parent, NULL);
-		if (FSAL_IS_ERROR(status))
+		parent = dcache_parent_dir(cur);
+		if (parent == NULL)
 			break;
-		/* ".." of a filesystem's root is itself. */
-		if (parent->fileid == cur->fileid &&
-		    parent->fsid.major == cur->fsid.major &&
-		    parent->fsid.minor == cur->fsid.minor) {
-			parent->obj_ops->release(parent);
-			break;
-		}
 		if (cur != dir)
 			cur->obj_ops->release(cur);
 		cur = parent;
