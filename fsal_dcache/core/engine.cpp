@@ -44,6 +44,7 @@ enum log_once_bit : std::uint32_t {
 	log_no_nowait = 1u << 7,
 	log_open_buffered_error = 1u << 8,
 	log_no_personality = 1u << 9,
+	log_direct_eio = 1u << 10,
 };
 
 __attribute__((format(printf, 2, 3))) void log_msg(dcache_log_level level, const char *fmt, ...) noexcept
@@ -520,6 +521,19 @@ void inflight_done(dcache_export &e) noexcept
 		e.inflight_cv.notify_all();
 }
 
+// A direct READ or WRITE segment the kernel refused: counted, logged once
+// per export and reason; the caller reissues it through the page cache.
+void note_direct_refused(const ctx &c, int err, const char *what, std::uint64_t off, std::uint64_t len) noexcept
+{
+	const bool eio = err == EIO;
+	c.add(eio ? stat::fallback_direct_eio : stat::fallback_direct_einval);
+	if (first_time(c.e, eio ? log_direct_eio : log_direct_einval))
+		log_msg(DCACHE_LOG_WARN, "dcache %s: direct %s failed (%s) at offset %llu length %llu: reissued through the page cache%s",
+			c.e.name, what, eio ? "EIO" : "EINVAL", static_cast<unsigned long long>(off),
+			static_cast<unsigned long long>(len),
+			eio ? " (a failing device reports again at the sync or COMMIT)" : "");
+}
+
 class async_op final : public io::completion {
 public:
 	async_op(dcache_export &e, dcache_file &f, const dcache_io &in, bool write, dcache_io_done_fn done,
@@ -574,6 +588,7 @@ private:
 	enum class stage : std::uint8_t { steps, after_steps, syncing, reading, done };
 
 	void prepare_write();
+	void enter_fence();
 	void prepare_read();
 	void try_nowait();
 	[[nodiscard]] bool next_write(io::request &req);
@@ -615,6 +630,7 @@ private:
 	// WRITE
 	boundary_tracker::release_list _releases;
 	std::vector<step> _steps;
+	std::vector<write_fence::pages> _fenced; // what this WRITE holds in _c.f.fence
 	std::size_t _idx = 0;
 	std::uint64_t _written = 0;
 	int _err = 0;
@@ -717,7 +733,33 @@ void async_op::prepare_write()
 			break;
 		}
 	}
+	enter_fence();
 	_stage = stage::steps;
+}
+
+// Before anything is issued: the pages of every step, by kind, in the
+// file's fence (see write_fence.h).  A step that EINVAL later turns from
+// direct to buffered stays recorded as direct: that needs a refused
+// O_DIRECT write and another WRITE of the same bytes at once.
+void async_op::enter_fence()
+{
+	std::vector<write_fence::pages> mine;
+	for (const step &st : _steps) {
+		if (st.length == 0)
+			continue;
+		const write_fence::pages p{st.offset / k_boundary_page, (st.offset + st.length - 1) / k_boundary_page,
+					   st.k == step::kind::direct ? write_fence::kind::direct
+								      : write_fence::kind::buffered};
+		if (!mine.empty() && mine.back().k == p.k && p.first <= mine.back().last + 1)
+			mine.back().last = std::max(mine.back().last, p.last);
+		else
+			mine.push_back(p);
+	}
+	if (mine.empty())
+		return;
+	if (_c.f.fence.enter(mine))
+		_c.add(stat::write_fence_waits);
+	_fenced = std::move(mine); // from here on finish() leaves
 }
 
 bool async_op::next_write(io::request &req)
@@ -833,14 +875,14 @@ void async_op::on_write_result(io::result r)
 			_issued_rwf = -1; // retry this step without the flag
 			return;
 		}
-		if (r.error == EINVAL) {
-			// Alignment the probe promised but the filesystem refused:
-			// do this segment the non-direct way rather than fail.
-			_c.add(stat::fallback_direct_einval);
-			if (first_time(_c.e, log_direct_einval))
-				log_msg(DCACHE_LOG_WARN, "dcache %s: direct write refused (EINVAL) at offset %llu length %llu: reissued buffered",
-					_c.e.name, static_cast<unsigned long long>(st.offset),
-					static_cast<unsigned long long>(st.length));
+		if (r.error == EINVAL || r.error == EIO) {
+			// EINVAL: alignment the probe promised but the filesystem
+			// refused.  EIO: the kernel found cached state in the way
+			// ("Direct I/O collision with buffered writes") - or the
+			// device failed, which the page cache's write-back reports
+			// again, at the sync or the client's COMMIT.  Either way
+			// this segment goes the non-direct way rather than fail.
+			note_direct_refused(_c, r.error, "write", st.offset, st.length);
 			st.k = _c.s.direct_misaligned_dontcache ? step::kind::dontcache : step::kind::buffered;
 			_bounce.reset();
 			_issued_rwf = 0;
@@ -1028,10 +1070,8 @@ bool async_op::next_read(io::request &req)
 
 void async_op::on_read_result(io::result r)
 {
-	if (_seg.kind == seg_kind::direct && r.error == EINVAL) {
-		_c.add(stat::fallback_direct_einval);
-		if (first_time(_c.e, log_direct_einval))
-			log_msg(DCACHE_LOG_WARN, "dcache %s: direct read refused (EINVAL): reissued DONTCACHE", _c.e.name);
+	if (_seg.kind == seg_kind::direct && (r.error == EINVAL || r.error == EIO)) {
+		note_direct_refused(_c, r.error, "read", _seg.offset, _seg.length);
 		_bounce.reset();
 		_seg.kind = seg_kind::dontcache;
 		return; // next() reissues it
@@ -1110,6 +1150,8 @@ dcache_io_result async_op::finish() noexcept
 {
 	_bounce.reset();
 	_direct.reset();
+	if (!_fenced.empty())
+		_c.f.fence.leave(_fenced);
 	if (_write && !_releases.empty()) {
 		// After the segments (the completing writer's data is in the
 		// page) and after the sync (the page is clean, the write-back is

@@ -29,6 +29,7 @@
 #include "dcache_io/uring_backend.h"
 #include "known_handles.h"
 #include "stats.h"
+#include "write_fence.h"
 
 #include <atomic>
 #include <cstdint>
@@ -105,6 +106,8 @@ struct dcache_file {
 	// Released through the request's descriptor when a request of this
 	// file releases them, otherwise through direct_fd (shared fd_mutex).
 	dcache::core::boundary_file boundary{this};
+	// Buffered and O_DIRECT WRITEs of this file in flight, by page.
+	dcache::core::write_fence fence;
 };
 
 namespace dcache::core {

@@ -25,7 +25,7 @@ namespace dcache::core {
 	X(direct_bytes) X(dontcache_bytes) X(buffered_bytes)                              \
 	X(syncs_fsync) X(syncs_fdatasync) X(writes_reply_stable) X(writes_raised_stable)  \
 	X(commits) X(fadvise_calls) X(fadvise_errors)                                     \
-	X(fallback_no_dontcache) X(fallback_no_odirect) X(fallback_direct_einval)         \
+	X(fallback_no_dontcache) X(fallback_no_odirect) X(fallback_direct_einval) X(fallback_direct_eio)         \
 	X(short_transfers) X(errors)                                                      \
 	X(boundary_held) X(boundary_completed) X(boundary_released_by_age)                \
 	X(boundary_released_by_ceiling) X(boundary_released_at_commit)                    \
@@ -33,7 +33,7 @@ namespace dcache::core {
 	X(boundary_pages_current) X(boundary_bytes_current)                              \
 	X(read_nowait_hits) X(read_nowait_partial) X(read_nowait_misses)                  \
 	X(fallback_no_nowait) X(fallback_no_io_uring) X(backend_io_uring)                 \
-	X(io_deferred) X(io_inline) X(fallback_no_personality)
+	X(io_deferred) X(io_inline) X(fallback_no_personality) X(write_fence_waits)
 
 enum class stat : std::size_t {
 #define DCACHE_STAT_ENUM(n) n,

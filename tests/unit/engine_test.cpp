@@ -297,15 +297,38 @@ TEST_F(engine, eio_on_first_segment_fails_the_write)
 	EXPECT_EQ(stat_of(exp, "errors"), 1u);
 }
 
-TEST_F(engine, eio_on_middle_reports_the_head_as_a_short_write)
+TEST_F(engine, eio_on_direct_middle_reissues_it_through_the_page_cache)
 {
+	// The kernel fails a direct write with EIO when it meets cached state
+	// ("Direct I/O collision with buffered writes"): the segment goes the
+	// DONTCACHE way instead, and the WRITE completes.
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(20000, 0);
 	fb.fail_call(1, EIO);
 	const auto r = write(1000, p);
 	EXPECT_EQ(r.error, 0);
+	EXPECT_EQ(r.bytes, 20000u);
+	const auto w = calls_of(op_kind::write);
+	ASSERT_EQ(w.size(), 4u); // head, middle (EIO), middle again, tail
+	EXPECT_EQ(w[2].offset, w[1].offset);
+	EXPECT_TRUE(w[1].direct);
+	EXPECT_FALSE(w[2].direct) << "the reissue goes through the page cache";
+	EXPECT_TRUE(w[2].rwf & RWF_DONTCACHE);
+	EXPECT_EQ(stat_of(exp, "fallback_direct_eio"), 1u);
+	EXPECT_EQ(stat_of(exp, "errors"), 0u);
+	EXPECT_EQ(log_lines_with("direct write failed (EIO)"), 1u);
+}
+
+TEST_F(engine, eio_again_on_the_reissued_middle_reports_the_head_as_a_short_write)
+{
+	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
+	payload p(20000, 0);
+	fb.fail_call(1, EIO);
+	fb.fail_call(2, EIO);
+	const auto r = write(1000, p);
+	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 3096u);
-	EXPECT_EQ(calls_of(op_kind::write).size(), 2u);
+	EXPECT_EQ(calls_of(op_kind::write).size(), 3u);
 	EXPECT_EQ(stat_of(exp, "errors"), 1u);
 }
 
@@ -408,6 +431,28 @@ TEST_F(engine, einval_on_a_direct_write_reissues_non_direct)
 	EXPECT_EQ(r.bytes, 8192u);
 	EXPECT_EQ(stat_of(exp, "fallback_direct_einval"), 1u);
 	EXPECT_EQ(fb.contents(k_fd), p.bytes());
+}
+
+TEST_F(engine, eio_on_a_direct_read_reissues_it_dontcache)
+{
+	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_BUFFERED);
+	payload p(8192, 0);
+	ASSERT_EQ(write(0, p).error, 0);
+	fb.fail_when([](const dcache::io::request &q, std::size_t) {
+		return q.op == op_kind::read && q.fd >= fake_backend::k_direct_fd_base;
+	}, EIO, 1);
+	std::vector<std::uint8_t> buf(8192);
+	const auto r = read(0, buf.data(), buf.size());
+	EXPECT_EQ(r.error, 0);
+	EXPECT_EQ(r.bytes, 8192u);
+	EXPECT_EQ(buf, p.bytes());
+	const auto reads = calls_of(op_kind::read);
+	ASSERT_EQ(reads.size(), 2u);
+	EXPECT_TRUE(reads[0].direct);
+	EXPECT_FALSE(reads[1].direct);
+	EXPECT_EQ(reads[1].rwf, RWF_DONTCACHE);
+	EXPECT_EQ(stat_of(exp, "fallback_direct_eio"), 1u);
+	EXPECT_EQ(log_lines_with("direct read failed (EIO)"), 1u);
 }
 
 // ---- stability -------------------------------------------------------------

@@ -1,0 +1,60 @@
+#include "write_fence.h"
+
+#include <algorithm>
+
+namespace dcache::core {
+
+bool write_fence::conflicts(std::span<const pages> mine) const
+{
+	for (const pages &h : _held)
+		for (const pages &m : mine)
+			if (h.k != m.k && h.first <= m.last && m.first <= h.last)
+				return true;
+	return false;
+}
+
+bool write_fence::enter(std::span<const pages> mine)
+{
+	tracker_lock lock(_m);
+	const bool waited = conflicts(mine);
+	if (waited) {
+		++_waiting;
+		while (conflicts(mine))
+			_cv.wait(lock.mutex());
+		--_waiting;
+	}
+	_held.insert(_held.end(), mine.begin(), mine.end());
+	return waited;
+}
+
+void write_fence::leave(std::span<const pages> mine) noexcept
+{
+	bool wake = false;
+	{
+		tracker_lock lock(_m);
+		for (const pages &m : mine) {
+			const auto it = std::find(_held.begin(), _held.end(), m);
+			if (it != _held.end()) {
+				*it = _held.back();
+				_held.pop_back();
+			}
+		}
+		wake = _waiting > 0;
+	}
+	if (wake)
+		_cv.notify_all();
+}
+
+std::size_t write_fence::held() const
+{
+	tracker_lock lock(_m);
+	return _held.size();
+}
+
+std::size_t write_fence::waiting() const
+{
+	tracker_lock lock(_m);
+	return _waiting;
+}
+
+} // namespace dcache::core

@@ -1,0 +1,265 @@
+// The write fence: buffered and O_DIRECT WRITEs of one file never hold the
+// same page at once; same kinds share; a waiter wakes when the WRITE in its
+// way leaves; leave() forgets exactly what its enter() recorded.  Then the
+// engine: a buffered WRITE over the pages of a direct one in flight waits
+// for its completion before issuing anything.  Run under TSan as well.
+#include "write_fence.h"
+#include "dcache_io/fake_backend.h"
+#include "engine.h"
+
+#include <gtest/gtest.h>
+
+#include "engine_support.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using dcache::core::write_fence;
+using kind = write_fence::kind;
+using namespace std::chrono_literals;
+
+namespace {
+
+using pages = write_fence::pages;
+
+bool wait_until(const std::function<bool()> &cond)
+{
+	for (int i = 0; i < 2000; ++i) {
+		if (cond())
+			return true;
+		std::this_thread::sleep_for(1ms);
+	}
+	return cond();
+}
+
+TEST(write_fence, same_kinds_share_pages)
+{
+	write_fence f;
+	const std::vector<pages> a{{0, 3, kind::buffered}}, b{{2, 5, kind::buffered}};
+	const std::vector<pages> c{{10, 20, kind::direct}}, d{{15, 15, kind::direct}};
+	EXPECT_FALSE(f.enter(a));
+	EXPECT_FALSE(f.enter(b));
+	EXPECT_FALSE(f.enter(c));
+	EXPECT_FALSE(f.enter(d));
+	EXPECT_EQ(f.held(), 4u);
+	for (const auto *x : {&a, &b, &c, &d})
+		f.leave(*x);
+	EXPECT_EQ(f.held(), 0u);
+}
+
+TEST(write_fence, other_kinds_on_other_pages_do_not_wait)
+{
+	write_fence f;
+	const std::vector<pages> split{{4, 4, kind::buffered}, {5, 9, kind::direct}, {10, 10, kind::buffered}};
+	const std::vector<pages> next{{10, 10, kind::buffered}, {11, 30, kind::direct}};
+	EXPECT_FALSE(f.enter(split));
+	EXPECT_FALSE(f.enter(next)) << "neighbours share only a buffered edge page";
+	f.leave(split);
+	f.leave(next);
+}
+
+// `holder` enters; `wanting` must wait, not enter, until holder leaves.
+void expect_waits_for(const std::vector<pages> &holder, const std::vector<pages> &wanting)
+{
+	write_fence f;
+	ASSERT_FALSE(f.enter(holder));
+	std::atomic<bool> entered{false};
+	auto waiter = std::async(std::launch::async, [&] {
+		const bool waited = f.enter(wanting);
+		entered = true;
+		return waited;
+	});
+	ASSERT_TRUE(wait_until([&] { return f.waiting() == 1; }));
+	std::this_thread::sleep_for(20ms);
+	EXPECT_FALSE(entered.load()) << "entered while the other kind held the page";
+	f.leave(holder);
+	EXPECT_TRUE(waiter.get()) << "enter() says it waited";
+	EXPECT_EQ(f.held(), wanting.size());
+	EXPECT_EQ(f.waiting(), 0u);
+	f.leave(wanting);
+	EXPECT_EQ(f.held(), 0u);
+}
+
+TEST(write_fence, buffered_over_a_direct_page_waits_until_it_leaves)
+{
+	expect_waits_for({{8, 15, kind::direct}}, {{15, 16, kind::buffered}});
+}
+
+TEST(write_fence, direct_over_a_buffered_page_waits_too)
+{
+	expect_waits_for({{3, 3, kind::buffered}}, {{0, 7, kind::direct}});
+}
+
+TEST(write_fence, leave_forgets_one_record_of_identical_ones)
+{
+	write_fence f;
+	const std::vector<pages> a{{1, 1, kind::buffered}};
+	ASSERT_FALSE(f.enter(a));
+	ASSERT_FALSE(f.enter(a));
+	f.leave(a);
+	EXPECT_EQ(f.held(), 1u) << "the other WRITE still holds page 1";
+	const std::vector<pages> d{{1, 1, kind::direct}};
+	auto waiter = std::async(std::launch::async, [&] { return f.enter(d); });
+	ASSERT_TRUE(wait_until([&] { return f.waiting() == 1; }));
+	f.leave(a);
+	EXPECT_TRUE(waiter.get());
+	f.leave(d);
+}
+
+TEST(write_fence, many_threads_never_overlap_kinds)
+{
+	write_fence f;
+	std::mutex m;
+	int in_direct = 0, in_buffered = 0, violations = 0;
+	std::vector<std::thread> threads;
+	for (int t = 0; t < 8; ++t)
+		threads.emplace_back([&, t] {
+			const kind k = t % 2 ? kind::direct : kind::buffered;
+			const std::vector<pages> mine{{0, 0, k}};
+			for (int i = 0; i < 500; ++i) {
+				f.enter(mine);
+				{
+					std::lock_guard lock(m);
+					(k == kind::direct ? in_direct : in_buffered)++;
+					violations += in_direct > 0 && in_buffered > 0;
+				}
+				std::this_thread::yield();
+				{
+					std::lock_guard lock(m);
+					(k == kind::direct ? in_direct : in_buffered)--;
+				}
+				f.leave(mine);
+			}
+		});
+	for (auto &th : threads)
+		th.join();
+	EXPECT_EQ(violations, 0);
+	EXPECT_EQ(f.held(), 0u);
+}
+
+// ---- in the engine ----------------------------------------------------------
+
+// Queues every request until the test releases it (completions run on the
+// test's thread), over the fake backend that does the bytes.
+class queue_backend final : public dcache::io::backend {
+public:
+	explicit queue_backend(dcache::io::fake_backend &inner) : _inner(inner) {}
+	[[nodiscard]] const char *name() const noexcept override { return "queue"; }
+	[[nodiscard]] dcache::io::result execute(const dcache::io::request &r) noexcept override
+	{
+		return _inner.execute(r);
+	}
+	[[nodiscard]] dcache::io::result execute_now(const dcache::io::request &r) noexcept override
+	{
+		return _inner.execute(r);
+	}
+	void submit(const dcache::io::request &r, dcache::io::completion &c) noexcept override
+	{
+		std::lock_guard lock(_m);
+		_q.push_back({r, std::vector<struct iovec>(r.iov, r.iov + r.iov_count), &c});
+	}
+	[[nodiscard]] bool completes_inline() const noexcept override { return false; }
+	[[nodiscard]] dcache::io::dio_caps probe_dio(int fd) noexcept override { return _inner.probe_dio(fd); }
+	[[nodiscard]] dcache::io::open_result open_direct(int fd) noexcept override { return _inner.open_direct(fd); }
+	[[nodiscard]] dcache::io::open_result open_buffered(int fd) noexcept override { return {0, fd, false, true}; }
+	void close_fd(int fd) noexcept override
+	{
+		if (fd >= dcache::io::fake_backend::k_direct_fd_base)
+			_inner.close_fd(fd);
+	}
+	std::size_t pending()
+	{
+		std::lock_guard lock(_m);
+		return _q.size();
+	}
+	bool front_is_direct()
+	{
+		std::lock_guard lock(_m);
+		return !_q.empty() && _q.front().r.fd >= dcache::io::fake_backend::k_direct_fd_base;
+	}
+	void release_one()
+	{
+		queued q;
+		{
+			std::lock_guard lock(_m);
+			q = std::move(_q.front());
+			_q.pop_front();
+		}
+		q.r.iov = q.iov.data();
+		q.c->complete(_inner.execute(q.r));
+	}
+
+private:
+	struct queued {
+		dcache::io::request r;
+		std::vector<struct iovec> iov;
+		dcache::io::completion *c = nullptr;
+	};
+	dcache::io::fake_backend &_inner;
+	std::mutex _m;
+	std::deque<queued> _q;
+};
+
+TEST(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_on_its_page)
+{
+	dcache::io::fake_backend fb;
+	fb.set_caps({512, 4096, 4096, dcache::io::dio_caps::source::fake});
+	queue_backend qb(fb);
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BUFFERED;
+	dcache_export *exp = dcache::core::export_new_with_backend(&s, "export 5 /fence", &qb);
+	ASSERT_NE(exp, nullptr);
+	dcache_file *file = dcache_file_new(exp);
+	constexpr int k_fd = 9;
+
+	// A: pages 0-3, page-aligned memory -> one direct segment, queued.
+	auto *raw = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 8 * 4096));
+	std::memset(raw, 'a', 4 * 4096);
+	struct iovec va {raw, 4 * 4096};
+	const dcache_io a{k_fd, 0, &va, 1, false};
+	std::atomic<int> done_calls{0};
+	const auto on_done = [](void *p, dcache_io_result r) {
+		EXPECT_EQ(r.error, 0);
+		static_cast<std::atomic<int> *>(p)->fetch_add(1);
+	};
+	dcache_io_result inl{};
+	ASSERT_FALSE(dcache_write_start(exp, file, &a, on_done, &done_calls, &inl));
+	ASSERT_EQ(qb.pending(), 1u);
+	ASSERT_TRUE(qb.front_is_direct());
+
+	// B: page 2, memory one byte off -> buffered; must not be issued yet.
+	std::memset(raw + 4 * 4096 + 1, 'b', 4096);
+	struct iovec vb {raw + 4 * 4096 + 1, 4096};
+	const dcache_io b{k_fd, 2 * 4096, &vb, 1, false};
+	auto starter = std::async(std::launch::async, [&] {
+		dcache_io_result r{};
+		return dcache_write_start(exp, file, &b, on_done, &done_calls, &r);
+	});
+	ASSERT_TRUE(wait_until([&] { return file->fence.waiting() == 1; }));
+	EXPECT_EQ(qb.pending(), 1u) << "the buffered WRITE was issued over a direct one in flight";
+
+	qb.release_one(); // A completes; B enters and is queued
+	ASSERT_FALSE(starter.get());
+	ASSERT_EQ(qb.pending(), 1u);
+	EXPECT_FALSE(qb.front_is_direct());
+	qb.release_one();
+	EXPECT_EQ(done_calls.load(), 2);
+	EXPECT_EQ(dcache::test::stat_of(exp, "write_fence_waits"), 1u);
+	EXPECT_EQ(file->fence.held(), 0u);
+	const auto c = fb.contents(k_fd);
+	ASSERT_EQ(c.size(), 4u * 4096);
+	EXPECT_EQ(c[2 * 4096], 'b') << "B, issued after A, wrote last";
+	EXPECT_EQ(c[0], 'a');
+	std::free(raw);
+	dcache_file_free(file);
+	dcache_export_free(exp);
+}
+
+} // namespace
