@@ -30,7 +30,7 @@ using pages = write_fence::pages;
 
 bool wait_until(const std::function<bool()> &cond)
 {
-	for (int i = 0; i < 2000; ++i) {
+	for (int i = 0; i < 10000; ++i) { // up to 10 s: sanitizer builds on a busy machine
 		if (cond())
 			return true;
 		std::this_thread::sleep_for(1ms);
