@@ -589,6 +589,7 @@ private:
 
 	void prepare_write();
 	void enter_fence();
+	[[nodiscard]] bool fence_as_buffered(const step &st);
 	void prepare_read();
 	void try_nowait();
 	[[nodiscard]] bool next_write(io::request &req);
@@ -738,9 +739,7 @@ void async_op::prepare_write()
 }
 
 // Before anything is issued: the pages of every step, by kind, in the
-// file's fence (see write_fence.h).  A step that EINVAL later turns from
-// direct to buffered stays recorded as direct: that needs a refused
-// O_DIRECT write and another WRITE of the same bytes at once.
+// file's fence (see write_fence.h).
 void async_op::enter_fence()
 {
 	std::vector<write_fence::pages> mine;
@@ -760,6 +759,21 @@ void async_op::enter_fence()
 	if (_c.f.fence.enter(mine))
 		_c.add(stat::write_fence_waits);
 	_fenced = std::move(mine); // from here on finish() leaves
+}
+
+// A direct step about to be reissued through the page cache: its pages
+// become buffered in the fence, if no other WRITE holds them direct.
+bool async_op::fence_as_buffered(const step &st)
+{
+	const write_fence::pages p{st.offset / k_boundary_page, (st.offset + st.length - 1) / k_boundary_page,
+				   write_fence::kind::direct};
+	const auto it = std::find(_fenced.begin(), _fenced.end(), p);
+	if (it == _fenced.end())
+		return true; // not fenced (nothing was entered): nothing to change
+	if (!_c.f.fence.try_make_buffered(p))
+		return false;
+	it->k = write_fence::kind::buffered; // what leave() must find
+	return true;
 }
 
 bool async_op::next_write(io::request &req)
@@ -882,6 +896,13 @@ void async_op::on_write_result(io::result r)
 			// device failed, which the page cache's write-back reports
 			// again, at the sync or the client's COMMIT.  Either way
 			// this segment goes the non-direct way rather than fail.
+			if (!fence_as_buffered(st)) {
+				// Another WRITE of these pages is in flight direct:
+				// going buffered now is the collision the fence is for.
+				_err = r.error;
+				_stage = stage::after_steps;
+				return;
+			}
 			note_direct_refused(_c, r.error, "write", st.offset, st.length);
 			st.k = _c.s.direct_misaligned_dontcache ? step::kind::dontcache : step::kind::buffered;
 			_bounce.reset();

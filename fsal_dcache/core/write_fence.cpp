@@ -27,6 +27,25 @@ bool write_fence::enter(std::span<const pages> mine)
 	return waited;
 }
 
+bool write_fence::try_make_buffered(const pages &direct)
+{
+	bool wake = false;
+	{
+		tracker_lock lock(_m);
+		const auto mine = std::find(_held.begin(), _held.end(), direct);
+		if (mine == _held.end() || direct.k != kind::direct)
+			return false;
+		for (auto it = _held.begin(); it != _held.end(); ++it)
+			if (it != mine && it->k == kind::direct && it->first <= direct.last && direct.first <= it->last)
+				return false;
+		mine->k = kind::buffered;
+		wake = _waiting > 0; // buffered waiters on these pages may go now
+	}
+	if (wake)
+		_cv.notify_all();
+	return true;
+}
+
 void write_fence::leave(std::span<const pages> mine) noexcept
 {
 	bool wake = false;

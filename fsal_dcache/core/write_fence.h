@@ -42,6 +42,12 @@ public:
 	// Waits until no WRITE in flight holds an overlapping page of the
 	// other kind, then records these.  True when it had to wait.
 	bool enter(std::span<const pages> mine) DCACHE_EXCLUDES(_m);
+	// Turns one recorded direct entry into a buffered one (a direct
+	// segment the kernel refused, to be reissued through the page cache),
+	// unless another WRITE in flight holds one of its pages direct: then
+	// false, and nothing changes.  Never waits (it runs on the completion
+	// thread, which the other WRITE needs to finish).
+	[[nodiscard]] bool try_make_buffered(const pages &direct) DCACHE_EXCLUDES(_m);
 	// Forgets what enter() recorded (the same list) and wakes waiters.
 	void leave(std::span<const pages> mine) noexcept DCACHE_EXCLUDES(_m);
 	// WRITEs in flight and waiting (tests).

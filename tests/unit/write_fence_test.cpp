@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -112,6 +113,39 @@ TEST(write_fence, leave_forgets_one_record_of_identical_ones)
 	f.leave(d);
 }
 
+TEST(write_fence, a_refused_direct_entry_becomes_buffered_unless_another_holds_it_direct)
+{
+	write_fence f;
+	const pages mine{4, 7, kind::direct};
+	const std::vector<pages> entered{{3, 3, kind::buffered}, mine, {8, 8, kind::buffered}};
+	ASSERT_FALSE(f.enter(entered));
+	const std::vector<pages> other{{6, 9, kind::direct}};
+	// Another direct WRITE of page 6 can't have entered (page 8 is
+	// buffered): use one of pages 5-6 only.
+	const std::vector<pages> other_direct{{5, 6, kind::direct}};
+	ASSERT_FALSE(f.enter(other_direct));
+	EXPECT_FALSE(f.try_make_buffered(mine)) << "pages 5-6 are in flight direct";
+	f.leave(other_direct);
+	EXPECT_FALSE(f.try_make_buffered({4, 8, kind::direct})) << "not what was entered";
+	// A buffered WRITE of page 5 waits for the direct entry...
+	const std::vector<pages> buffered{{5, 5, kind::buffered}};
+	auto waiter = std::async(std::launch::async, [&] { return f.enter(buffered); });
+	ASSERT_TRUE(wait_until([&] { return f.waiting() == 1; }));
+	// ...and goes when it turns buffered.
+	EXPECT_TRUE(f.try_make_buffered(mine));
+	EXPECT_TRUE(waiter.get());
+	// Now a direct WRITE of those pages waits.
+	auto direct_waiter = std::async(std::launch::async, [&] { return f.enter(other); });
+	ASSERT_TRUE(wait_until([&] { return f.waiting() == 1; }));
+	f.leave(buffered);
+	std::vector<pages> now_mine = entered;
+	now_mine[1].k = kind::buffered;
+	f.leave(now_mine);
+	EXPECT_TRUE(direct_waiter.get());
+	f.leave(other);
+	EXPECT_EQ(f.held(), 0u);
+}
+
 TEST(write_fence, many_threads_never_overlap_kinds)
 {
 	write_fence f;
@@ -178,18 +212,18 @@ public:
 		std::lock_guard lock(_m);
 		return _q.size();
 	}
-	bool front_is_direct()
+	bool is_direct(std::size_t at = 0)
 	{
 		std::lock_guard lock(_m);
-		return !_q.empty() && _q.front().r.fd >= dcache::io::fake_backend::k_direct_fd_base;
+		return at < _q.size() && _q[at].r.fd >= dcache::io::fake_backend::k_direct_fd_base;
 	}
-	void release_one()
+	void release_one(std::size_t at = 0)
 	{
 		queued q;
 		{
 			std::lock_guard lock(_m);
-			q = std::move(_q.front());
-			_q.pop_front();
+			q = std::move(_q.at(at));
+			_q.erase(_q.begin() + static_cast<std::ptrdiff_t>(at));
 		}
 		q.r.iov = q.iov.data();
 		q.c->complete(_inner.execute(q.r));
@@ -206,21 +240,44 @@ private:
 	std::deque<queued> _q;
 };
 
-TEST(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_on_its_page)
-{
+// One DCACHE export in direct mode over the queueing backend; a 16-page
+// aligned buffer for the payloads.
+class write_fence_engine : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		fb.set_caps({512, 4096, 4096, dcache::io::dio_caps::source::fake});
+		raw = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 16 * 4096));
+		std::memset(raw, 'x', 16 * 4096);
+	}
+	void TearDown() override
+	{
+		dcache_file_free(file);
+		dcache_export_free(exp);
+		std::free(raw);
+	}
+	void make(const dcache_settings &s)
+	{
+		exp = dcache::core::export_new_with_backend(&s, "export 5 /fence", &qb);
+		ASSERT_NE(exp, nullptr);
+		file = dcache_file_new(exp);
+	}
+	static constexpr int k_fd = 9;
 	dcache::io::fake_backend fb;
-	fb.set_caps({512, 4096, 4096, dcache::io::dio_caps::source::fake});
-	queue_backend qb(fb);
+	queue_backend qb{fb};
+	dcache_export *exp = nullptr;
+	dcache_file *file = nullptr;
+	std::uint8_t *raw = nullptr;
+};
+
+TEST_F(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_on_its_page)
+{
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DIRECT;
 	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BUFFERED;
-	dcache_export *exp = dcache::core::export_new_with_backend(&s, "export 5 /fence", &qb);
-	ASSERT_NE(exp, nullptr);
-	dcache_file *file = dcache_file_new(exp);
-	constexpr int k_fd = 9;
+	make(s);
 
 	// A: pages 0-3, page-aligned memory -> one direct segment, queued.
-	auto *raw = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 8 * 4096));
 	std::memset(raw, 'a', 4 * 4096);
 	struct iovec va {raw, 4 * 4096};
 	const dcache_io a{k_fd, 0, &va, 1, false};
@@ -232,7 +289,7 @@ TEST(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_on_
 	dcache_io_result inl{};
 	ASSERT_FALSE(dcache_write_start(exp, file, &a, on_done, &done_calls, &inl));
 	ASSERT_EQ(qb.pending(), 1u);
-	ASSERT_TRUE(qb.front_is_direct());
+	ASSERT_TRUE(qb.is_direct());
 
 	// B: page 2, memory one byte off -> buffered; must not be issued yet.
 	std::memset(raw + 4 * 4096 + 1, 'b', 4096);
@@ -248,7 +305,7 @@ TEST(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_on_
 	qb.release_one(); // A completes; B enters and is queued
 	ASSERT_FALSE(starter.get());
 	ASSERT_EQ(qb.pending(), 1u);
-	EXPECT_FALSE(qb.front_is_direct());
+	EXPECT_FALSE(qb.is_direct());
 	qb.release_one();
 	EXPECT_EQ(done_calls.load(), 2);
 	EXPECT_EQ(dcache::test::stat_of(exp, "write_fence_waits"), 1u);
@@ -257,9 +314,51 @@ TEST(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_on_
 	ASSERT_EQ(c.size(), 4u * 4096);
 	EXPECT_EQ(c[2 * 4096], 'b') << "B, issued after A, wrote last";
 	EXPECT_EQ(c[0], 'a');
-	std::free(raw);
-	dcache_file_free(file);
-	dcache_export_free(exp);
+}
+
+TEST_F(write_fence_engine, a_refused_middle_is_not_reissued_buffered_over_a_direct_write_in_flight)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.boundary_tracking = false;
+	make(s);
+	struct result_box {
+		std::atomic<int> calls{0};
+		dcache_io_result r{};
+	} ra, rb;
+	const auto on_done = [](void *p, dcache_io_result r) {
+		auto *box = static_cast<result_box *>(p);
+		box->r = r;
+		box->calls.fetch_add(1);
+	};
+	dcache_io_result inl{};
+	// A: pages 2-3, direct, stays in flight.
+	struct iovec va {raw, 2 * 4096};
+	const dcache_io a{k_fd, 2 * 4096, &va, 1, false};
+	ASSERT_FALSE(dcache_write_start(exp, file, &a, on_done, &ra, &inl));
+	// B: 1000 + 20000: head page 0, direct middle pages 1-4 (shares 2-3
+	// with A, same kind: no wait), tail page 5.
+	struct iovec vb {raw + 4 * 4096, 20000};
+	const dcache_io b{k_fd, 1000, &vb, 1, false};
+	ASSERT_FALSE(dcache_write_start(exp, file, &b, on_done, &rb, &inl));
+	ASSERT_EQ(qb.pending(), 2u);
+	EXPECT_EQ(dcache::test::stat_of(exp, "write_fence_waits"), 0u);
+	fb.fail_when([](const dcache::io::request &q, std::size_t) {
+		return q.op == dcache::io::op_kind::write && q.offset == 4096;
+	}, EIO, 1);
+	qb.release_one(1); // B's head
+	ASSERT_EQ(qb.pending(), 2u);
+	ASSERT_TRUE(qb.is_direct(1)) << "B's middle";
+	qb.release_one(1); // B's middle: EIO; A holds pages 2-3 direct
+	EXPECT_EQ(rb.calls.load(), 1);
+	EXPECT_EQ(rb.r.bytes, 3096u) << "a short WRITE: the head only";
+	EXPECT_EQ(dcache::test::stat_of(exp, "fallback_direct_eio"), 0u);
+	EXPECT_EQ(dcache::test::stat_of(exp, "errors"), 1u);
+	ASSERT_EQ(qb.pending(), 1u);
+	qb.release_one(); // A
+	EXPECT_EQ(ra.calls.load(), 1);
+	EXPECT_EQ(ra.r.bytes, 2u * 4096);
+	EXPECT_EQ(file->fence.held(), 0u);
 }
 
 } // namespace
