@@ -746,9 +746,9 @@ void async_op::enter_fence()
 	for (const step &st : _steps) {
 		if (st.length == 0)
 			continue;
-		const write_fence::pages p{st.offset / k_boundary_page, (st.offset + st.length - 1) / k_boundary_page,
-					   st.k == step::kind::direct ? write_fence::kind::direct
-								      : write_fence::kind::buffered};
+		const auto p = write_fence::pages::of(st.offset, st.length,
+						      st.k == step::kind::direct ? write_fence::kind::direct
+										 : write_fence::kind::buffered);
 		if (!mine.empty() && mine.back().k == p.k && p.first <= mine.back().last + 1)
 			mine.back().last = std::max(mine.back().last, p.last);
 		else
@@ -765,8 +765,7 @@ void async_op::enter_fence()
 // become buffered in the fence, if no other WRITE holds them direct.
 bool async_op::fence_as_buffered(const step &st)
 {
-	const write_fence::pages p{st.offset / k_boundary_page, (st.offset + st.length - 1) / k_boundary_page,
-				   write_fence::kind::direct};
+	const auto p = write_fence::pages::of(st.offset, st.length, write_fence::kind::direct);
 	const auto it = std::find(_fenced.begin(), _fenced.end(), p);
 	if (it == _fenced.end())
 		return true; // not fenced (nothing was entered): nothing to change

@@ -25,8 +25,8 @@ namespace dcache::core {
 	X(direct_bytes) X(dontcache_bytes) X(buffered_bytes)                              \
 	X(syncs_fsync) X(syncs_fdatasync) X(writes_reply_stable) X(writes_raised_stable)  \
 	X(commits) X(fadvise_calls) X(fadvise_errors)                                     \
-	X(fallback_no_dontcache) X(fallback_no_odirect) X(fallback_direct_einval) X(fallback_direct_eio)         \
-	X(short_transfers) X(errors)                                                      \
+	X(fallback_no_dontcache) X(fallback_no_odirect) X(fallback_direct_einval)         \
+	X(fallback_direct_eio) X(short_transfers) X(errors)                               \
 	X(boundary_held) X(boundary_completed) X(boundary_released_by_age)                \
 	X(boundary_released_by_ceiling) X(boundary_released_at_commit)                    \
 	X(boundary_not_held) X(boundary_release_no_fd)                                    \

@@ -8,7 +8,7 @@ bool write_fence::conflicts(std::span<const pages> mine) const
 {
 	for (const pages &h : _held)
 		for (const pages &m : mine)
-			if (h.k != m.k && h.first <= m.last && m.first <= h.last)
+			if (h.k != m.k && h.overlaps(m))
 				return true;
 	return false;
 }
@@ -32,11 +32,13 @@ bool write_fence::try_make_buffered(const pages &direct)
 	bool wake = false;
 	{
 		tracker_lock lock(_m);
+		if (direct.k != kind::direct)
+			return false;
 		const auto mine = std::find(_held.begin(), _held.end(), direct);
-		if (mine == _held.end() || direct.k != kind::direct)
+		if (mine == _held.end())
 			return false;
 		for (auto it = _held.begin(); it != _held.end(); ++it)
-			if (it != mine && it->k == kind::direct && it->first <= direct.last && direct.first <= it->last)
+			if (it != mine && it->k == kind::direct && it->overlaps(direct))
 				return false;
 		mine->k = kind::buffered;
 		wake = _waiting > 0; // buffered waiters on these pages may go now

@@ -37,6 +37,15 @@ public:
 		std::uint64_t first = 0, last = 0;
 		kind k = kind::buffered;
 		friend bool operator==(const pages &, const pages &) = default;
+		// Pages of bytes [offset, offset + length), length > 0.
+		[[nodiscard]] static constexpr pages of(std::uint64_t offset, std::uint64_t length, kind k) noexcept
+		{
+			return {offset / k_boundary_page, (offset + length - 1) / k_boundary_page, k};
+		}
+		[[nodiscard]] constexpr bool overlaps(const pages &o) const noexcept
+		{
+			return first <= o.last && o.first <= last;
+		}
 	};
 
 	// Waits until no WRITE in flight holds an overlapping page of the
@@ -50,7 +59,7 @@ public:
 	[[nodiscard]] bool try_make_buffered(const pages &direct) DCACHE_EXCLUDES(_m);
 	// Forgets what enter() recorded (the same list) and wakes waiters.
 	void leave(std::span<const pages> mine) noexcept DCACHE_EXCLUDES(_m);
-	// WRITEs in flight and waiting (tests).
+	// Entries recorded, and WRITEs waiting to enter (tests).
 	[[nodiscard]] std::size_t held() const DCACHE_EXCLUDES(_m);
 	[[nodiscard]] std::size_t waiting() const DCACHE_EXCLUDES(_m);
 
