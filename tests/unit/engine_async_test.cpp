@@ -4,16 +4,15 @@
 // mid-chain, bounce-buffer and descriptor lifetimes across the hand-off,
 // the RWF_NOWAIT cached-read fast path, the io_uring -> sync fallback, and
 // one run over the real io_uring backend with many requests in flight.
-//
-// The asynchronous fake: wraps fake_backend (which does the bytes and the
-// fault injection); submit() only queues, and the test releases the queued
-// requests one by one, so every interleaving is explicit.
+// The asynchronous fake (async_fake.hpp) queues every request until the
+// test releases it, so every interleaving is explicit.
 #include "dcache_io/fake_backend.h"
 #include "dcache_io/uring_backend.h"
 #include "engine.h"
 
 #include <gtest/gtest.h>
 
+#include "async_fake.hpp"
 #include "engine_support.hpp"
 
 #include <fcntl.h>
@@ -26,7 +25,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -39,107 +37,7 @@ using namespace dcache::core;
 namespace {
 
 using namespace dcache::test;
-
-class async_fake final : public dcache::io::backend {
-public:
-	static constexpr int k_buffered_base = 50000;
-
-	explicit async_fake(fake_backend &inner) : _inner(inner) {}
-
-	[[nodiscard]] const char *name() const noexcept override { return "async_fake"; }
-	[[nodiscard]] dcache::io::result execute(const dcache::io::request &req) noexcept override
-	{
-		return _inner.execute(translate(req));
-	}
-	[[nodiscard]] dcache::io::result execute_now(const dcache::io::request &req) noexcept override
-	{
-		_now_calls.fetch_add(1);
-		return _inner.execute(translate(req));
-	}
-	void submit(const dcache::io::request &req, dcache::io::completion &c) noexcept override
-	{
-		std::lock_guard lock(_mutex);
-		queued q;
-		q.iov.assign(req.iov, req.iov + req.iov_count);
-		q.req = req;
-		q.c = &c;
-		_queue.push_back(std::move(q));
-	}
-	[[nodiscard]] bool completes_inline() const noexcept override { return false; }
-	[[nodiscard]] dcache::io::dio_caps probe_dio(int fd) noexcept override { return _inner.probe_dio(base(fd)); }
-	[[nodiscard]] dcache::io::open_result open_direct(int fd) noexcept override
-	{
-		return _inner.open_direct(base(fd));
-	}
-	[[nodiscard]] dcache::io::open_result open_buffered(int fd) noexcept override
-	{
-		_buffered_open.fetch_add(1);
-		return {0, base(fd) + k_buffered_base, true, true};
-	}
-	void close_fd(int fd) noexcept override
-	{
-		if (fd >= k_buffered_base && fd < fake_backend::k_direct_fd_base)
-			_buffered_open.fetch_sub(1);
-		else
-			_inner.close_fd(fd);
-	}
-
-	// ---- the test's side ----
-	[[nodiscard]] std::size_t pending() const
-	{
-		std::lock_guard lock(_mutex);
-		return _queue.size();
-	}
-	// The oldest queued request (as issued: fd not translated).
-	[[nodiscard]] dcache::io::request front() const
-	{
-		std::lock_guard lock(_mutex);
-		return _queue.front().req;
-	}
-	// Executes and completes the oldest queued request, on this thread.
-	void release_one()
-	{
-		queued q;
-		{
-			std::lock_guard lock(_mutex);
-			ASSERT_FALSE(_queue.empty());
-			q = std::move(_queue.front());
-			_queue.pop_front();
-		}
-		q.req.iov = q.iov.data();
-		const dcache::io::result r = _inner.execute(translate(q.req));
-		q.c->complete(r);
-	}
-	void release_all()
-	{
-		while (pending() > 0)
-			release_one();
-	}
-	[[nodiscard]] int buffered_open() const { return _buffered_open.load(); }
-	[[nodiscard]] int now_calls() const { return _now_calls.load(); }
-
-private:
-	struct queued {
-		dcache::io::request req;
-		std::vector<struct iovec> iov;
-		dcache::io::completion *c = nullptr;
-	};
-	static int base(int fd) noexcept
-	{
-		return fd >= k_buffered_base && fd < fake_backend::k_direct_fd_base ? fd - k_buffered_base : fd;
-	}
-	static dcache::io::request translate(dcache::io::request r) noexcept
-	{
-		r.fd = base(r.fd);
-		return r;
-	}
-
-	fake_backend &_inner;
-	mutable std::mutex _mutex;
-	std::deque<queued> _queue;
-	std::atomic<int> _buffered_open{0};
-	std::atomic<int> _now_calls{0};
-};
+using dcache::test::async_fake;
 
 // A done callback that records how often, with what, and on which thread.
 struct done_probe {

@@ -9,13 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include "async_fake.hpp"
 #include "engine_support.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -179,68 +179,7 @@ TEST(write_fence, many_threads_never_overlap_kinds)
 
 // ---- in the engine ----------------------------------------------------------
 
-// Queues every request until the test releases it (completions run on the
-// test's thread), over the fake backend that does the bytes.
-class queue_backend final : public dcache::io::backend {
-public:
-	explicit queue_backend(dcache::io::fake_backend &inner) : _inner(inner) {}
-	[[nodiscard]] const char *name() const noexcept override { return "queue"; }
-	[[nodiscard]] dcache::io::result execute(const dcache::io::request &r) noexcept override
-	{
-		return _inner.execute(r);
-	}
-	[[nodiscard]] dcache::io::result execute_now(const dcache::io::request &r) noexcept override
-	{
-		return _inner.execute(r);
-	}
-	void submit(const dcache::io::request &r, dcache::io::completion &c) noexcept override
-	{
-		std::lock_guard lock(_m);
-		_q.push_back({r, std::vector<struct iovec>(r.iov, r.iov + r.iov_count), &c});
-	}
-	[[nodiscard]] bool completes_inline() const noexcept override { return false; }
-	[[nodiscard]] dcache::io::dio_caps probe_dio(int fd) noexcept override { return _inner.probe_dio(fd); }
-	[[nodiscard]] dcache::io::open_result open_direct(int fd) noexcept override { return _inner.open_direct(fd); }
-	[[nodiscard]] dcache::io::open_result open_buffered(int fd) noexcept override { return {0, fd, false, true}; }
-	void close_fd(int fd) noexcept override
-	{
-		if (fd >= dcache::io::fake_backend::k_direct_fd_base)
-			_inner.close_fd(fd);
-	}
-	std::size_t pending()
-	{
-		std::lock_guard lock(_m);
-		return _q.size();
-	}
-	bool is_direct(std::size_t at = 0)
-	{
-		std::lock_guard lock(_m);
-		return at < _q.size() && _q[at].r.fd >= dcache::io::fake_backend::k_direct_fd_base;
-	}
-	void release_one(std::size_t at = 0)
-	{
-		queued q;
-		{
-			std::lock_guard lock(_m);
-			q = std::move(_q.at(at));
-			_q.erase(_q.begin() + static_cast<std::ptrdiff_t>(at));
-		}
-		q.r.iov = q.iov.data();
-		q.c->complete(_inner.execute(q.r));
-	}
-
-private:
-	struct queued {
-		dcache::io::request r;
-		std::vector<struct iovec> iov;
-		dcache::io::completion *c = nullptr;
-	};
-	dcache::io::fake_backend &_inner;
-	std::mutex _m;
-	std::deque<queued> _q;
-};
-
-// One DCACHE export in direct mode over the queueing backend; a 16-page
+// One DCACHE export in direct mode over the asynchronous fake; a 16-page
 // aligned buffer for the payloads.
 class write_fence_engine : public ::testing::Test {
 protected:
@@ -264,7 +203,7 @@ protected:
 	}
 	static constexpr int k_fd = 9;
 	dcache::io::fake_backend fb;
-	queue_backend qb{fb};
+	dcache::test::async_fake qb{fb};
 	dcache_export *exp = nullptr;
 	dcache_file *file = nullptr;
 	std::uint8_t *raw = nullptr;
