@@ -166,6 +166,18 @@ io::dio_caps file_caps(const ctx &c)
 	return c.f.caps;
 }
 
+// A descriptor just opened, owned from here on; closed again (and empty
+// returned) if that fails.
+fd_ref adopt(io::backend &b, const io::open_result &r) noexcept
+{
+	try {
+		return std::make_shared<const owned_fd>(&b, r.fd, r.writable);
+	} catch (...) {
+		b.close_fd(r.fd);
+		return {};
+	}
+}
+
 // The file's own descriptors.  A request copies the shared_ptr and keeps it
 // until its completion: a close (which only drops the file's reference)
 // never pulls a descriptor from under a request in flight, and never waits
@@ -204,12 +216,7 @@ fd_ref lease_direct(const ctx &c, bool for_write)
 				c.e.name, std::strerror(r.error));
 		return {};
 	}
-	try {
-		f.direct = std::make_shared<const owned_fd>(&c.b(), r.fd, r.writable);
-	} catch (...) {
-		c.b().close_fd(r.fd);
-		return {};
-	}
+	f.direct = adopt(c.b(), r);
 	return f.direct;
 }
 
@@ -234,12 +241,7 @@ fd_ref lease_buffered(const ctx &c, bool for_write)
 				c.e.name, std::strerror(r.error));
 		return {};
 	}
-	try {
-		f.buffered = std::make_shared<const owned_fd>(&c.b(), r.fd, r.writable);
-	} catch (...) {
-		c.b().close_fd(r.fd);
-		return {};
-	}
+	f.buffered = adopt(c.b(), r);
 	return f.buffered;
 }
 
@@ -253,18 +255,10 @@ void note_no_dontcache(const ctx &c) noexcept
 			c.e.name);
 }
 
-io::result exec(const ctx &c, io::op_kind op, int fd, std::uint64_t offset, const struct iovec *iov,
-		int n, int rwf, std::uint64_t length = 0) noexcept
+// One range request (fadvise, sync_file_range) through the backend.
+io::result exec_range(const ctx &c, io::op_kind op, int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
-	io::request r;
-	r.op = op;
-	r.fd = fd;
-	r.offset = offset;
-	r.length = length;
-	r.iov = iov;
-	r.iov_count = n;
-	r.rwf = rwf;
-	return c.b().execute(r);
+	return c.b().execute(io::request{.op = op, .fd = fd, .offset = offset, .length = length});
 }
 
 // POSIX_FADV_DONTNEED; failures are counted and logged, never fatal to the
@@ -290,7 +284,7 @@ int drop_read_range(const ctx &c, std::uint64_t bytes, bool eof) noexcept
 int drop_range(const ctx &c, int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
 	c.add(stat::fadvise_calls);
-	const io::result r = exec(c, io::op_kind::fadvise_dontneed, fd, offset, nullptr, 0, 0, length);
+	const io::result r = exec_range(c, io::op_kind::fadvise_dontneed, fd, offset, length);
 	if (!r.ok()) {
 		c.add(stat::fadvise_errors);
 		if (first_time(c.e, log_fadvise_error))
@@ -304,7 +298,7 @@ int drop_range(const ctx &c, int fd, std::uint64_t offset, std::uint64_t length)
 // skips dirty ones).
 void flush_range(const ctx &c, std::uint64_t offset, std::uint64_t length) noexcept
 {
-	const io::result r = exec(c, io::op_kind::sync_range, c.io.fd, offset, nullptr, 0, 0, length);
+	const io::result r = exec_range(c, io::op_kind::sync_range, c.io.fd, offset, length);
 	if (!r.ok() && first_time(c.e, log_sync_range_error))
 		log_msg(DCACHE_LOG_WARN, "dcache %s: sync_file_range failed: %s", c.e.name, std::strerror(r.error));
 }
