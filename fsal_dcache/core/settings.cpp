@@ -43,10 +43,13 @@ bool iequals(std::string_view a, std::string_view b) noexcept
 	return true;
 }
 
-struct mode_word {
-	const char *word;
-	dcache_mode mode;
+// A setting's allowed words and the value each stands for.
+template <class E>
+struct word {
+	const char *text;
+	E value;
 };
+using mode_word = word<dcache_mode>;
 
 // Names first, then the kernel's numbers (fadvise has none).
 constexpr mode_word k_read_modes[] = {
@@ -77,13 +80,23 @@ void explain(char *why, std::size_t why_len, const char *setting, const char *va
 	std::snprintf(why, why_len, "%s = \"%s\" is not valid; allowed: %s", setting, value, allowed);
 }
 
-template <std::size_t N>
-bool parse_mode(const char *text, const mode_word (&table)[N], dcache_mode *out) noexcept
+constexpr word<dcache_mem_misaligned> k_mem_words[] = {
+	{"bounce", DCACHE_MEM_MISALIGNED_BOUNCE},
+	{"buffered", DCACHE_MEM_MISALIGNED_BUFFERED},
+};
+constexpr word<dcache_io_backend> k_backend_words[] = {
+	{"io_uring", DCACHE_IO_BACKEND_IO_URING},
+	{"sync", DCACHE_IO_BACKEND_SYNC},
+};
+constexpr const char *k_bool_allowed = "true, false, yes, no, on, off, 1, 0";
+
+template <class E, std::size_t N>
+bool parse_word(const char *text, const word<E> (&table)[N], E *out) noexcept
 {
 	const std::string_view v = trim(text);
 	for (const auto &w : table) {
-		if (iequals(v, w.word)) {
-			*out = w.mode;
+		if (iequals(v, w.text)) {
+			*out = w.value;
 			return true;
 		}
 	}
@@ -102,23 +115,6 @@ bool parse_bool(const char *text, bool *out) noexcept
 	return false;
 }
 
-bool parse_pages(const char *text, std::uint32_t *out) noexcept
-{
-	const std::string_view v = trim(text);
-	if (v.empty() || v.size() > 5)
-		return false;
-	std::uint32_t n = 0;
-	for (char c : v) {
-		if (c < '0' || c > '9')
-			return false;
-		n = n * 10 + static_cast<std::uint32_t>(c - '0');
-	}
-	if (n > k_max_num_pages)
-		return false;
-	*out = n;
-	return true;
-}
-
 // A decimal integer in [lo, hi]; nothing else (no sign, no suffix).
 bool parse_uint(const char *text, std::uint32_t lo, std::uint32_t hi, std::uint32_t *out) noexcept
 {
@@ -135,6 +131,12 @@ bool parse_uint(const char *text, std::uint32_t lo, std::uint32_t hi, std::uint3
 		return false;
 	*out = static_cast<std::uint32_t>(n);
 	return true;
+}
+
+// At most five digits (so also no long runs of leading zeros), 0..1024.
+bool parse_pages(const char *text, std::uint32_t *out) noexcept
+{
+	return trim(text).size() <= 5 && parse_uint(text, 0, k_max_num_pages, out);
 }
 
 } // namespace
@@ -174,13 +176,13 @@ int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache
 	// Build into a local so *out is untouched on error.
 	dcache_settings s = dcache_settings_default();
 	if (text->io_cache_read != nullptr &&
-	    !parse_mode(text->io_cache_read, k_read_modes, &s.io_cache_read)) {
+	    !parse_word(text->io_cache_read, k_read_modes, &s.io_cache_read)) {
 		explain(why, why_len, "IO_Cache_Read", text->io_cache_read,
 			"buffered, dontcache, fadvise, direct (or the kernel's numbers 0, 1, 2)");
 		return EINVAL;
 	}
 	if (text->io_cache_write != nullptr &&
-	    !parse_mode(text->io_cache_write, k_write_modes, &s.io_cache_write)) {
+	    !parse_word(text->io_cache_write, k_write_modes, &s.io_cache_write)) {
 		explain(why, why_len, "IO_Cache_Write", text->io_cache_write,
 			"buffered, dontcache, fadvise, direct, direct_data_sync, direct_file_sync "
 			"(or the kernel's numbers 0, 1, 2, 3, 4)");
@@ -195,25 +197,19 @@ int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache
 	if (text->direct_misaligned_dontcache != nullptr &&
 	    !parse_bool(text->direct_misaligned_dontcache, &s.direct_misaligned_dontcache)) {
 		explain(why, why_len, "Direct_Misaligned_Dontcache", text->direct_misaligned_dontcache,
-			"true, false, yes, no, on, off, 1, 0");
+			k_bool_allowed);
 		return EINVAL;
 	}
-	if (text->direct_misaligned_memory != nullptr) {
-		const std::string_view v = trim(text->direct_misaligned_memory);
-		if (iequals(v, "bounce")) {
-			s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BOUNCE;
-		} else if (iequals(v, "buffered")) {
-			s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BUFFERED;
-		} else {
-			explain(why, why_len, "Direct_Misaligned_Memory", text->direct_misaligned_memory,
-				"bounce, buffered");
-			return EINVAL;
-		}
+	if (text->direct_misaligned_memory != nullptr &&
+	    !parse_word(text->direct_misaligned_memory, k_mem_words, &s.direct_misaligned_memory)) {
+		explain(why, why_len, "Direct_Misaligned_Memory", text->direct_misaligned_memory,
+			"bounce, buffered");
+		return EINVAL;
 	}
 	if (text->boundary_tracking != nullptr &&
 	    !parse_bool(text->boundary_tracking, &s.boundary_tracking)) {
 		explain(why, why_len, "Boundary_Tracking", text->boundary_tracking,
-			"true, false, yes, no, on, off, 1, 0");
+			k_bool_allowed);
 		return EINVAL;
 	}
 	if (text->boundary_max_pages != nullptr &&
@@ -228,16 +224,9 @@ int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache
 			"an integer from 1 to 3600000 (milliseconds)");
 		return EINVAL;
 	}
-	if (text->io_backend != nullptr) {
-		const std::string_view v = trim(text->io_backend);
-		if (iequals(v, "io_uring")) {
-			s.io_backend = DCACHE_IO_BACKEND_IO_URING;
-		} else if (iequals(v, "sync")) {
-			s.io_backend = DCACHE_IO_BACKEND_SYNC;
-		} else {
-			explain(why, why_len, "IO_Backend", text->io_backend, "io_uring, sync");
-			return EINVAL;
-		}
+	if (text->io_backend != nullptr && !parse_word(text->io_backend, k_backend_words, &s.io_backend)) {
+		explain(why, why_len, "IO_Backend", text->io_backend, "io_uring, sync");
+		return EINVAL;
 	}
 	if (text->io_queue_depth != nullptr &&
 	    !parse_uint(text->io_queue_depth, 1, k_max_queue_depth, &s.io_queue_depth)) {
@@ -248,7 +237,7 @@ int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache
 	if (text->cached_read_fast_path != nullptr &&
 	    !parse_bool(text->cached_read_fast_path, &s.cached_read_fast_path)) {
 		explain(why, why_len, "Cached_Read_Fast_Path", text->cached_read_fast_path,
-			"true, false, yes, no, on, off, 1, 0");
+			k_bool_allowed);
 		return EINVAL;
 	}
 	*out = s;
