@@ -67,7 +67,7 @@ private:
 	sync_point_hook _hook{&sync_points::call, this};
 };
 
-class boundary : public ::testing::Test {
+class boundary : public core_test {
 protected:
 	void SetUp() override
 	{
@@ -78,28 +78,20 @@ protected:
 	}
 	void TearDown() override
 	{
-		free_all();
+		free_export();
 		EXPECT_EQ(fb.open_direct_fds(), 0) << "O_DIRECT descriptor leaked";
 	}
-	void free_all()
+	void free_export() override
 	{
-		if (file2)
+		if (file2 != nullptr)
 			dcache_file_free(file2);
-		if (file)
-			dcache_file_free(file);
-		if (exp)
-			dcache_export_free(exp);
-		file = file2 = nullptr;
-		exp = nullptr;
+		file2 = nullptr;
+		core_test::free_export();
 	}
 	void make(const dcache_settings &s)
 	{
-		free_all();
-		exp = export_new_with_backend(&s, "export 1 /boundary", &fb);
-		ASSERT_NE(exp, nullptr);
-		file = dcache_file_new(exp);
+		make_over(fb, s, "export 1 /boundary");
 		file2 = dcache_file_new(exp);
-		ASSERT_NE(file, nullptr);
 		ASSERT_NE(file2, nullptr);
 	}
 	dcache_settings with(std::function<void(dcache_settings &)> change)
@@ -171,8 +163,6 @@ protected:
 	}
 
 	fake_backend fb;
-	dcache_export *exp = nullptr;
-	dcache_file *file = nullptr;
 	dcache_file *file2 = nullptr;
 	std::mutex model_mutex;
 	std::map<int, std::vector<std::uint8_t>> model;

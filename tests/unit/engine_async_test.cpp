@@ -61,7 +61,7 @@ std::vector<std::uint8_t> pattern(std::size_t n, unsigned seed)
 
 constexpr int k_fd = 7;
 
-class engine_async : public ::testing::Test {
+class engine_async : public core_test {
 protected:
 	void SetUp() override
 	{
@@ -73,23 +73,12 @@ protected:
 	void TearDown() override
 	{
 		ab.release_all();
-		dcache_file_free(file);
-		dcache_export_free(exp);
+		free_export();
 		EXPECT_EQ(fb.open_direct_fds(), 0) << "O_DIRECT descriptor leaked";
 		EXPECT_EQ(ab.buffered_open(), 0) << "buffered twin leaked";
 		dcache_set_log(nullptr);
 	}
-	void make(dcache_settings s)
-	{
-		if (file)
-			dcache_file_free(file);
-		if (exp)
-			dcache_export_free(exp);
-		exp = export_new_with_backend(&s, "export 9 /async", &ab);
-		ASSERT_NE(exp, nullptr);
-		file = dcache_file_new(exp);
-		ASSERT_NE(file, nullptr);
-	}
+	void make(const dcache_settings &s) { make_over(ab, s, "export 9 /async"); }
 	bool write_start(std::uint64_t off, const std::vector<std::uint8_t> &data, std::size_t mem_shift, bool stable,
 			 done_probe &d, dcache_io_result &inl)
 	{
@@ -119,8 +108,6 @@ protected:
 
 	fake_backend fb;
 	async_fake ab{fb};
-	dcache_export *exp = nullptr;
-	dcache_file *file = nullptr;
 	struct iovec _iov {};
 	std::vector<std::unique_ptr<std::uint8_t, decltype(&std::free)>> _bufs;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dcache/core.h"
+#include "engine.h"
 
 #include <gtest/gtest.h>
 
@@ -53,5 +54,32 @@ inline std::uint64_t stat_of(const dcache_export *e, const char *name)
 	ADD_FAILURE() << "no counter named " << name;
 	return 0;
 }
+
+// Fixture base: an export over a backend the test owns, and one file of it.
+class core_test : public ::testing::Test {
+protected:
+	// Replaces the export and its file(s) with new ones over `b`.
+	void make_over(dcache::io::backend &b, const dcache_settings &s, const char *name)
+	{
+		free_export();
+		exp = dcache::core::export_new_with_backend(&s, name, &b);
+		ASSERT_NE(exp, nullptr);
+		file = dcache_file_new(exp);
+		ASSERT_NE(file, nullptr);
+	}
+	// Files first, then the export.
+	virtual void free_export()
+	{
+		if (file != nullptr)
+			dcache_file_free(file);
+		if (exp != nullptr)
+			dcache_export_free(exp);
+		file = nullptr;
+		exp = nullptr;
+	}
+
+	dcache_export *exp = nullptr;
+	dcache_file *file = nullptr;
+};
 
 } // namespace dcache::test

@@ -56,7 +56,7 @@ private:
 
 constexpr int k_fd = 7;
 
-class engine : public ::testing::Test {
+class engine : public core_test {
 protected:
 	void SetUp() override
 	{
@@ -67,22 +67,11 @@ protected:
 	}
 	void TearDown() override
 	{
-		dcache_file_free(file);
-		dcache_export_free(exp);
+		free_export();
 		EXPECT_EQ(fb.open_direct_fds(), 0) << "O_DIRECT descriptor leaked";
 		dcache_set_log(nullptr);
 	}
-	void make(dcache_settings s)
-	{
-		if (file)
-			dcache_file_free(file);
-		if (exp)
-			dcache_export_free(exp);
-		exp = export_new_with_backend(&s, "export 1 /test", &fb);
-		file = dcache_file_new(exp);
-		ASSERT_NE(exp, nullptr);
-		ASSERT_NE(file, nullptr);
-	}
+	void make(const dcache_settings &s) { make_over(fb, s, "export 1 /test"); }
 	void modes(dcache_mode rd, dcache_mode wr)
 	{
 		dcache_settings s = dcache_settings_default();
@@ -113,8 +102,6 @@ protected:
 	std::size_t syncs() const { return fb.count(op_kind::fsync) + fb.count(op_kind::fdatasync); }
 
 	fake_backend fb;
-	dcache_export *exp = nullptr;
-	dcache_file *file = nullptr;
 };
 
 // ---- WRITE segments ------------------------------------------------------

@@ -181,7 +181,7 @@ TEST(write_fence, many_threads_never_overlap_kinds)
 
 // One DCACHE export in direct mode over the asynchronous fake; a 16-page
 // aligned buffer for the payloads.
-class write_fence_engine : public ::testing::Test {
+class write_fence_engine : public dcache::test::core_test {
 protected:
 	void SetUp() override
 	{
@@ -191,21 +191,13 @@ protected:
 	}
 	void TearDown() override
 	{
-		dcache_file_free(file);
-		dcache_export_free(exp);
+		free_export();
 		std::free(raw);
 	}
-	void make(const dcache_settings &s)
-	{
-		exp = dcache::core::export_new_with_backend(&s, "export 5 /fence", &qb);
-		ASSERT_NE(exp, nullptr);
-		file = dcache_file_new(exp);
-	}
+	void make(const dcache_settings &s) { make_over(qb, s, "export 5 /fence"); }
 	static constexpr int k_fd = 9;
 	dcache::io::fake_backend fb;
 	dcache::test::async_fake qb{fb};
-	dcache_export *exp = nullptr;
-	dcache_file *file = nullptr;
 	std::uint8_t *raw = nullptr;
 };
 
