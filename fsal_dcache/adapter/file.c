@@ -212,12 +212,8 @@ static void start_io(struct fsal_obj_handle *obj, bool bypass,
 	};
 	status = vfs_borrow_fd(h, bypass, arg->state,
 			       write ? FSAL_O_WRITE : FSAL_O_READ, &b);
-	if (FSAL_IS_ERROR(status)) {
-		vfs_return_fd(&b);
-		gsh_free(p);
-		done_cb(obj, status, arg, caller_arg);
-		return;
-	}
+	if (FSAL_IS_ERROR(status))
+		goto refused;
 	{
 		struct dcache_io io = {
 			.fd = b.fd,
@@ -230,11 +226,8 @@ static void start_io(struct fsal_obj_handle *obj, bool bypass,
 		/* As VFS: the client's identity for quotas and suid clearing;
 		 * io_uring takes the submitter's credentials for its workers. */
 		if (write && !vfs_set_credentials(&op_ctx->creds, b.sub->fsal)) {
-			vfs_return_fd(&b);
-			gsh_free(p);
-			done_cb(obj, fsalstat(ERR_FSAL_PERM, EPERM), arg,
-				caller_arg);
-			return;
+			status = fsalstat(ERR_FSAL_PERM, EPERM);
+			goto refused;
 		}
 		inline_done = write ? dcache_write_start(exp->core, h->file, &io,
 							 reply_later, p, &result)
@@ -249,6 +242,12 @@ static void start_io(struct fsal_obj_handle *obj, bool bypass,
 		reply(p, result);
 		gsh_free(p);
 	}
+	return;
+
+refused: /* before the core saw the request */
+	vfs_return_fd(&b);
+	gsh_free(p);
+	done_cb(obj, status, arg, caller_arg);
 }
 
 void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
