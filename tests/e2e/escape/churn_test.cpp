@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -312,6 +313,28 @@ protected:
 
     void make_ab(const fs::path& root) { fs::create_directories(root / "a" / "b"); }
 
+    // a/b under the export's root, and the handles the client holds.
+    void hold(export_state& s) {
+        make_ab(_mnt / s.e->host_rel);
+        probe_tally ignore;
+        s.old = acquire(*s.e, ignore);
+        ASSERT_EQ(s.old.v3.size(), 3u) << s.e->pseudo_name;
+    }
+
+    // The plain VFS export, then the DCACHE one: hold(), then `body` with
+    // the export's root; then each export's expectations.
+    void on_both(const std::function<void(export_state&, const fs::path& root)>& body) {
+        export_state st[] = {{&k_vfs, {}, {}}, {&k_dcache, {}, {}}};
+        for (auto& s : st) {
+            hold(s);
+            if (HasFatalFailure()) return;
+            body(s, _mnt / s.e->host_rel);
+            if (HasFatalFailure()) return;
+        }
+        expect_vfs_baseline(st[0]);
+        expect_dcache_held(st[1]);
+    }
+
     std::set<uint64_t> _inside;
     std::pair<uint64_t, uint64_t> _pseudo_fsid;
 };
@@ -320,31 +343,17 @@ fs::path moved(const fs::path& p) { return fs::path(p.string() + ".moved"); }
 
 // ---- (b) the export root changed from the host while the server runs
 TEST_F(churn, RootRenamedAwayAndBack) {
-    export_state st[] = {{&k_vfs, {}, {}}, {&k_dcache, {}, {}}};
-    probe_tally ignore;
-    for (auto& s : st) {
-        const fs::path root = _mnt / s.e->host_rel;
-        make_ab(root);
-        s.old = acquire(*s.e, ignore);
-        ASSERT_EQ(s.old.v3.size(), 3u) << s.e->pseudo_name;
+    on_both([&](export_state& s, const fs::path& root) {
         round(s, "before", {root});
         fs::rename(root, moved(root));
         round(s, "renamed away", {moved(root)});
         fs::rename(moved(root), root);
         round(s, "renamed back", {root});
-    }
-    expect_vfs_baseline(st[0]);
-    expect_dcache_held(st[1]);
+    });
 }
 
 TEST_F(churn, RootReplacedByANewDirectory) {
-    export_state st[] = {{&k_vfs, {}, {}}, {&k_dcache, {}, {}}};
-    probe_tally ignore;
-    for (auto& s : st) {
-        const fs::path root = _mnt / s.e->host_rel;
-        make_ab(root);
-        s.old = acquire(*s.e, ignore);
-        ASSERT_EQ(s.old.v3.size(), 3u) << s.e->pseudo_name;
+    on_both([&](export_state& s, const fs::path& root) {
         fs::rename(root, moved(root));
         fs::create_directory(root);
         make_ab(root);  // same names in the impostor, so LOOKUP a/b can hit it
@@ -356,20 +365,12 @@ TEST_F(churn, RootReplacedByANewDirectory) {
         fs::remove_all(root);
         fs::rename(moved(root), root);
         round(s, "restored", {root});
-    }
-    expect_vfs_baseline(st[0]);
-    expect_dcache_held(st[1]);
+    });
 }
 
 TEST_F(churn, RootChmodTouchAndManyHostEntries) {
-    export_state st[] = {{&k_vfs, {}, {}}, {&k_dcache, {}, {}}};
-    probe_tally ignore;
     const auto deadline = clock_type::now() + std::chrono::seconds(30);
-    for (auto& s : st) {
-        const fs::path root = _mnt / s.e->host_rel;
-        make_ab(root);
-        s.old = acquire(*s.e, ignore);
-        ASSERT_EQ(s.old.v3.size(), 3u);
+    on_both([&](export_state& s, const fs::path& root) {
         fs::permissions(root, fs::perms(0700));
         round(s, "chmod 0700", {root});
         fs::permissions(root, fs::perms(0755));
@@ -386,15 +387,12 @@ TEST_F(churn, RootChmodTouchAndManyHostEntries) {
         }
         for (int i = 0; i < k_entries; ++i) fs::remove(root / ("host_" + std::to_string(i)));
         round(s, "after host deletes", {root});
-    }
-    expect_vfs_baseline(st[0]);
-    expect_dcache_held(st[1]);
+    });
 }
 
 // ---- (c) MDCACHE past its high-water mark, long mixed traffic
 TEST_F(churn, EvictionAndLongMixedTrafficBounded) {
     export_state st[] = {{&k_vfs, {}, {}}, {&k_dcache, {}, {}}};
-    probe_tally ignore;
     const auto start = clock_type::now();
     const auto deadline = start + k_churn_budget;
     // Per export: 8 NFS-made dirs x 12 NFS-made subdirs, and 8 x 150 host
@@ -404,9 +402,8 @@ TEST_F(churn, EvictionAndLongMixedTrafficBounded) {
     for (size_t x = 0; x < 2; ++x) {
         auto& s = st[x];
         const fs::path root = _mnt / s.e->host_rel;
-        make_ab(root);
-        s.old = acquire(*s.e, ignore);
-        ASSERT_EQ(s.old.v3.size(), 3u);
+        hold(s);
+        if (HasFatalFailure()) return;
         const bytes& root_fh = s.old.v3[0].second;
         for (int d = 0; d < k_dirs; ++d) {
             const std::string dn = "churn" + std::to_string(d);
