@@ -240,6 +240,32 @@ protected:
 	}
 	result run(bool async, const request &r) { return async ? sub(r) : b().execute(r); }
 
+	// An O_DIRECT descriptor of the test file, its alignment, and the
+	// unit both tests use (at least a page); or in *skip why there is none
+	// here.
+	struct direct_file {
+		int fd = -1;
+		dio_caps caps{};
+		std::size_t align = 0;
+	};
+	void open_direct(direct_file &d, std::string &skip)
+	{
+		const auto o = b().open_direct(fd());
+		if (o.error == EINVAL) {
+			skip = "/tmp's filesystem refuses O_DIRECT";
+			return;
+		}
+		ASSERT_EQ(o.error, 0) << std::strerror(o.error);
+		d.caps = b().probe_dio(o.fd);
+		if (!d.caps.known()) {
+			b().close_fd(o.fd);
+			skip = "/tmp's filesystem reports no direct-I/O alignment";
+			return;
+		}
+		d.fd = o.fd;
+		d.align = std::max<std::size_t>({d.caps.mem_align, d.caps.offset_align, 4096});
+	}
+
 	// Seeds the file without going through the backend under test.
 	void seed(std::uint64_t off, const std::vector<std::uint8_t> &data)
 	{
@@ -461,16 +487,14 @@ TYPED_TEST(backend_conformance, dontcache_on_tmpfs_agrees_with_pwritev2)
 
 TYPED_TEST(backend_conformance, odirect_aligned_round_trip)
 {
-	auto d = this->b().open_direct(this->fd());
-	if (d.error == EINVAL)
-		GTEST_SKIP() << "/tmp's filesystem refuses O_DIRECT";
-	ASSERT_EQ(d.error, 0) << std::strerror(d.error);
-	const dio_caps caps = this->b().probe_dio(d.fd);
-	if (!caps.known()) {
-		this->b().close_fd(d.fd);
-		GTEST_SKIP() << "/tmp's filesystem reports no direct-I/O alignment";
-	}
-	const std::size_t align = std::max<std::size_t>({caps.mem_align, caps.offset_align, 4096});
+	typename TestFixture::direct_file d;
+	std::string skip;
+	this->open_direct(d, skip);
+	if (this->HasFatalFailure())
+		return;
+	if (!skip.empty())
+		GTEST_SKIP() << skip;
+	const std::size_t align = d.align;
 	const std::size_t len = 4 * align;
 	auto wbuf = aligned_alloc_bytes(align, len);
 	auto rbuf = aligned_alloc_bytes(align, len);
@@ -495,17 +519,16 @@ TYPED_TEST(backend_conformance, odirect_aligned_round_trip)
 
 TYPED_TEST(backend_conformance, odirect_misaligned_is_einval)
 {
-	auto d = this->b().open_direct(this->fd());
-	if (d.error == EINVAL)
-		GTEST_SKIP() << "/tmp's filesystem refuses O_DIRECT";
-	ASSERT_EQ(d.error, 0) << std::strerror(d.error);
-	const dio_caps caps = this->b().probe_dio(d.fd);
-	if (!caps.known()) {
-		this->b().close_fd(d.fd);
-		GTEST_SKIP() << "/tmp's filesystem reports no direct-I/O alignment";
-	}
+	typename TestFixture::direct_file d;
+	std::string skip;
+	this->open_direct(d, skip);
+	if (this->HasFatalFailure())
+		return;
+	if (!skip.empty())
+		GTEST_SKIP() << skip;
+	const dio_caps caps = d.caps;
 	this->seed(0, pattern(65536, 11));
-	const std::size_t align = std::max<std::size_t>({caps.mem_align, caps.offset_align, 4096});
+	const std::size_t align = d.align;
 	auto buf = aligned_alloc_bytes(align, 2 * align);
 	ASSERT_TRUE(buf);
 	iovec v{buf.get(), align};
