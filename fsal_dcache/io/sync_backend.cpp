@@ -22,6 +22,7 @@ const char *op_name(op_kind op) noexcept
 	case op_kind::fsync: return "fsync";
 	case op_kind::fdatasync: return "fdatasync";
 	case op_kind::sync_range: return "sync_range";
+	case op_kind::writeback: return "writeback";
 	case op_kind::fadvise_dontneed: return "fadvise_dontneed";
 	}
 	return "?";
@@ -166,6 +167,11 @@ result sync_backend::execute(const request &req) noexcept
 				       static_cast<off_t>(req.length),
 				       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 					       SYNC_FILE_RANGE_WAIT_AFTER) != 0
+			       ? result::failure(errno)
+			       : result::success(0);
+	case op_kind::writeback:
+		return sync_file_range(req.fd, static_cast<off_t>(req.offset),
+				       static_cast<off_t>(req.length), SYNC_FILE_RANGE_WRITE) != 0
 			       ? result::failure(errno)
 			       : result::success(0);
 	case op_kind::fadvise_dontneed: {

@@ -251,6 +251,10 @@ int uring_backend::queue_locked(op &o) noexcept
 					      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 						      SYNC_FILE_RANGE_WAIT_AFTER);
 		break;
+	case op_kind::writeback:
+		io_uring_prep_sync_file_range(sqe, r.fd, static_cast<unsigned>(r.length), r.offset,
+					      SYNC_FILE_RANGE_WRITE);
+		break;
 	case op_kind::fadvise_dontneed:
 		io_uring_prep_fadvise(sqe, r.fd, r.offset, static_cast<off_t>(r.length),
 				      POSIX_FADV_DONTNEED);
@@ -320,7 +324,8 @@ void uring_backend::submit(const request &req, completion &c) noexcept
 		}
 		o->total = req.iov_bytes();
 		o->req.iov = nullptr; // only o->iov is used from here on
-	} else if ((req.op == op_kind::sync_range || req.op == op_kind::fadvise_dontneed) &&
+	} else if ((req.op == op_kind::sync_range || req.op == op_kind::writeback ||
+		    req.op == op_kind::fadvise_dontneed) &&
 		   req.length > 0xffffffffULL) {
 		o->chunked = true;
 		o->range_left = req.length - k_range_chunk;
@@ -387,6 +392,7 @@ uring_backend::op *uring_backend::on_cqe_locked(op &o, int res) noexcept
 		o.res = res < 0 ? result::failure(-res) : result::success(0);
 		return &o;
 	case op_kind::sync_range:
+	case op_kind::writeback:
 	case op_kind::fadvise_dontneed:
 		if (res < 0) {
 			o.res = result::failure(-res);

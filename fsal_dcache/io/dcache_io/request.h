@@ -27,6 +27,7 @@ enum class op_kind : std::uint8_t {
 	fsync,            // fsync(fd)
 	fdatasync,        // fdatasync(fd)
 	sync_range,       // sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)
+	writeback,        // sync_file_range(WRITE): start write-back, do not wait
 	fadvise_dontneed, // posix_fadvise(POSIX_FADV_DONTNEED); length 0 = to EOF
 };
 
@@ -36,7 +37,7 @@ struct request {
 	op_kind op = op_kind::read;
 	int fd = -1;
 	std::uint64_t offset = 0;
-	std::uint64_t length = 0; // sync_range / fadvise only; rw use the iovecs
+	std::uint64_t length = 0; // sync_range / writeback / fadvise only; rw use the iovecs
 	const struct iovec *iov = nullptr;
 	int iov_count = 0;
 	int rwf = 0; // RWF_* flags for read/write
