@@ -380,6 +380,30 @@ DCACHE_FORWARD_CREATE(open2,
 		      state, openflags, createmode, name, attrs_in, verifier,
 		      new_obj, attrs_out, caller_perm_check)
 
+/* ---- setattr2 ------------------------------------------------------------ */
+
+/*
+ * Forwarded; a size change (truncate up or down) then tells the core, which
+ * lets go of the held boundary pages the new EOF crosses.
+ */
+static fsal_status_t dcache_setattr2(struct fsal_obj_handle *obj, bool bypass,
+				     struct state_t *state,
+				     struct fsal_attrlist *attrib_set)
+{
+	struct dcache_obj_handle *h = dcache_handle_of(obj);
+	fsal_status_t status;
+
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+		status = sub_of(obj)->obj_ops->setattr2(sub_of(obj), bypass,
+							state, attrib_set);
+	}
+	if (!FSAL_IS_ERROR(status) && h->file != NULL &&
+	    FSAL_TEST_MASK(attrib_set->valid_mask, ATTR_SIZE))
+		dcache_file_truncated(h->file, attrib_set->filesize);
+	return status;
+}
+
 /* ---- plain forwards ----------------------------------------------------- */
 
 /*
@@ -469,10 +493,6 @@ DCACHE_FORWARD(fsal_status_t, lock_op2,
 		fsal_lock_op_t lock_op, fsal_lock_param_t *request_lock,
 		fsal_lock_param_t *conflicting_lock),
 	       state, owner, lock_op, request_lock, conflicting_lock)
-DCACHE_FORWARD(fsal_status_t, setattr2,
-	       (struct fsal_obj_handle *obj, bool bypass, struct state_t *state,
-		struct fsal_attrlist *attrib_set),
-	       bypass, state, attrib_set)
 DCACHE_FORWARD(bool, is_referral,
 	       (struct fsal_obj_handle *obj, struct fsal_attrlist *attrs,
 		bool cache_attrs),

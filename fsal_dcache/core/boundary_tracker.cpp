@@ -54,7 +54,8 @@ void boundary_tracker::take(boundary_file &f, entry_it it, reason why, release_l
 	case reason::completed: _stats.add(stat::boundary_completed); break;
 	case reason::age: _stats.add(stat::boundary_released_by_age); break;
 	case reason::ceiling: _stats.add(stat::boundary_released_by_ceiling); break;
-	case reason::commit: _stats.add(stat::boundary_released_at_commit); break;
+	case reason::close: _stats.add(stat::boundary_released_at_close); break;
+	case reason::truncate: _stats.add(stat::boundary_released_by_truncate); break;
 	}
 	out.push_back({&f, it->first, why});
 	++f._releases_in_flight;
@@ -186,14 +187,14 @@ void boundary_tracker::complete(boundary_file &f, std::uint64_t page, std::uint3
 	}
 }
 
-void boundary_tracker::take_file(boundary_file &f, std::uint64_t first, std::uint64_t last, release_list &out,
-				 bool all_pages)
+void boundary_tracker::take_file(boundary_file &f, std::uint64_t first, std::uint64_t last, reason why,
+				 release_list &out, bool all_pages)
 {
 	tracker_lock lock(_mutex);
 	for (auto it = f._pages.lower_bound(first); it != f._pages.end() && it->first <= last;) {
 		const auto next = std::next(it);
 		if (all_pages || it->second.writers == 0)
-			take(f, it, reason::commit, out);
+			take(f, it, why, out);
 		it = next;
 	}
 }
@@ -206,7 +207,7 @@ void boundary_tracker::take_all(release_list &out)
 		const auto it = f._pages.find(l->page);
 		++l;
 		if (it->second.writers == 0)
-			take(f, it, reason::commit, out);
+			take(f, it, reason::close, out);
 	}
 }
 
@@ -238,6 +239,15 @@ std::size_t boundary_tracker::pages(const boundary_file &f) const
 {
 	tracker_lock lock(_mutex);
 	return f._pages.size();
+}
+
+std::size_t boundary_tracker::pages(const boundary_file &f, std::uint64_t first, std::uint64_t last) const
+{
+	tracker_lock lock(_mutex);
+	std::size_t n = 0;
+	for (auto it = f._pages.lower_bound(first); it != f._pages.end() && it->first <= last; ++it)
+		++n;
+	return n;
 }
 
 } // namespace dcache::core

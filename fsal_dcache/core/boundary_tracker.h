@@ -1,7 +1,7 @@
 // The boundary-page tracker: the page that two misaligned direct-mode
 // WRITEs share (the unaligned edge of one, completed by its neighbour, in
 // either order, maybe from another client) stays in the page cache until
-// both have written it, then is written back and dropped.
+// both have written it, then is dropped.
 //
 // Why: an edge written RWF_DONTCACHE is dropped as soon as writeback
 // cleans it, so the neighbour that completes the page must read it back
@@ -10,23 +10,29 @@
 // space cannot, so here the edge of a held page is written plain cached
 // and this table remembers which bytes of the page have been written.
 //
+// Each writer writes its piece of a held page back at once (the engine's
+// write-back step: no delayed allocation may linger next to O_DIRECT I/O),
+// so a held page is clean between writers and a COMMIT has nothing to do
+// for it: it stays held across COMMITs, durable, until its neighbour
+// completes it.
+//
 // What "complete" means: the union of the byte ranges written into the
 // page by the WRITEs holding it covers the whole page.  The file's last
 // page is NOT complete when the bytes up to EOF are covered: the core does
 // not know EOF, and a sequential appender extends the file exactly into
 // that page with its next WRITE - releasing it at EOF would make every
-// append read its first page back.  An EOF page is released by COMMIT,
-// close, unexport, the age limit or the ceiling instead.
+// append read its first page back.  An EOF page is released by close,
+// truncate, unexport, the age limit or the ceiling instead.
 //
 // Memory and staleness: at most max_pages pages are held per export (a
 // new page past the ceiling first evicts the oldest idle one); a page held
 // longer than max_age is released by the next call into the tracker on the
 // same export (claim or reap: every WRITE and COMMIT), so a page is held at
 // most max_age plus the gap until the export's next WRITE or COMMIT, and
-// never past its file's COMMIT, close or free, or the export's unexport.
+// never past its file's close, free or truncate, or the export's unexport.
 //
 // Ownership and protocol: the tracker only decides.  Pages it takes out of
-// the table (completed, aged, evicted, committed) are handed to the caller
+// the table (completed, aged, evicted, closed, truncated) are handed to the caller
 // in a release_list; the caller writes them back and drops them
 // (sync_file_range + POSIX_FADV_DONTNEED through the backend) outside any
 // lock, then calls release_done() for each.  A boundary_file (one per
@@ -167,7 +173,8 @@ public:
 		completed, // both writers have written it
 		age,       // older than max_age
 		ceiling,   // evicted to hold a newer page under max_pages
-		commit,    // COMMIT, close, free or unexport
+		close,     // close, free or unexport
+		truncate,  // the file was truncated at or below the page
 	};
 	struct release {
 		boundary_file *file;
@@ -204,9 +211,10 @@ public:
 	// Cheap (no lock) while none can be due.
 	void reap(clock::time_point now, release_list &out) DCACHE_EXCLUDES(_mutex);
 
-	// COMMIT / close: f's pages in [first, last] with no writer in flight.
-	// all_pages also takes pages with writers in flight (free: none can be).
-	void take_file(boundary_file &f, std::uint64_t first, std::uint64_t last, release_list &out,
+	// Close / truncate: f's pages in [first, last] with no writer in
+	// flight.  all_pages also takes pages with writers in flight (free:
+	// none can be).
+	void take_file(boundary_file &f, std::uint64_t first, std::uint64_t last, reason why, release_list &out,
 		       bool all_pages = false) DCACHE_EXCLUDES(_mutex);
 	// Unexport: every idle page of the export.
 	void take_all(release_list &out) DCACHE_EXCLUDES(_mutex);
@@ -218,6 +226,9 @@ public:
 
 	[[nodiscard]] std::size_t pages() const DCACHE_EXCLUDES(_mutex);
 	[[nodiscard]] std::size_t pages(const boundary_file &f) const DCACHE_EXCLUDES(_mutex);
+	// f's held pages in [first, last].
+	[[nodiscard]] std::size_t pages(const boundary_file &f, std::uint64_t first, std::uint64_t last) const
+		DCACHE_EXCLUDES(_mutex);
 
 private:
 	using entry_it = std::map<std::uint64_t, boundary_file::entry>::iterator;

@@ -45,6 +45,7 @@ enum log_once_bit : std::uint32_t {
 	log_open_buffered_error = 1u << 8,
 	log_no_personality = 1u << 9,
 	log_direct_eio = 1u << 10,
+	log_writeback_error = 1u << 11,
 };
 
 __attribute__((format(printf, 2, 3))) void log_msg(dcache_log_level level, const char *fmt, ...) noexcept
@@ -499,7 +500,28 @@ struct step {
 	std::uint64_t offset = 0;
 	std::uint64_t length = 0; // expected transfer, recorded before issue
 	bool bounce = false;
+	// Cached bytes of a direct-mode WRITE: written back as soon as they are
+	// written (see writes_back_cached()).
+	bool writeback = false;
 };
+
+// In a direct mode every byte a WRITE leaves in the page cache (a held
+// boundary piece, a plain buffered edge, a refused middle reissued
+// buffered) is written back at once, before the WRITE goes on: its
+// pages stay cached, but no delayed allocation is left behind.  Left
+// dirty, such a page keeps an XFS delalloc extent - with speculative
+// preallocation past EOF when the piece extended the file - that the
+// O_DIRECT I/O of this and later WRITEs and READs then lands on: XFS
+// answers a direct READ across it with EIO ("Direct I/O collision with
+// buffered writes"), and a direct WRITE into it converts it piece by piece,
+// the pattern that drains the extent's indirect-block reservation and
+// shuts the filesystem down (docs/architecture.md, "Delayed allocation
+// and O_DIRECT").  A DONTCACHE piece needs nothing: the kernel starts its
+// write-back inside the write.
+bool writes_back_cached(const ctx &c) noexcept
+{
+	return is_direct_mode(c.s.io_cache_write);
+}
 
 void inflight_add(dcache_export &e) noexcept
 {
@@ -556,6 +578,7 @@ public:
 		_res.error = err;
 		_c.add(stat::errors);
 		_stage = stage::done;
+		_wb_pending = false;
 	}
 	// Releases everything of the engine; returns the reply.
 	dcache_io_result finish() noexcept;
@@ -589,6 +612,8 @@ private:
 	[[nodiscard]] bool next_write(io::request &req);
 	[[nodiscard]] bool next_read(io::request &req);
 	void on_write_result(io::result r);
+	void writeback_after(const step &st, std::size_t bytes) noexcept;
+	void on_writeback_result(io::result r) noexcept;
 	void on_sync_result(io::result r);
 	void on_read_result(io::result r);
 	void rw_request(io::request &req, io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept
@@ -632,6 +657,11 @@ private:
 	int _issued_rwf = 0;        // rwf of the step in flight
 	bool _fallback_drop = false; // DONTCACHE asked, buffered issued
 	bool _claimed = false;       // tracked step: the tracker holds its page
+	// The write-back of the cached step just written (step::writeback):
+	// pending, then in flight; [_wb_lo, _wb_hi) its pages.
+	bool _wb_pending = false;
+	bool _wb_in_flight = false;
+	std::uint64_t _wb_lo = 0, _wb_hi = 0;
 	io::op_kind _sync_op = io::op_kind::fsync;
 
 	// READ
@@ -711,19 +741,25 @@ void async_op::prepare_write()
 	// short transfer must stop the chain and the reply must say exactly
 	// what was written (nfsd once checked the remaining count instead).
 	const std::uint64_t w0 = _io.offset, w1 = w0 + _total;
+	const bool wb = writes_back_cached(_c);
 	for (const segment &seg : p.segments()) {
 		switch (seg.kind) {
-		case seg_kind::buffered: _steps.push_back({step::kind::buffered, seg.offset, seg.length, false}); break;
-		case seg_kind::direct: _steps.push_back({step::kind::direct, seg.offset, seg.length, seg.bounce}); break;
+		case seg_kind::buffered:
+			_steps.push_back({step::kind::buffered, seg.offset, seg.length, false, wb});
+			break;
+		case seg_kind::direct:
+			_steps.push_back({step::kind::direct, seg.offset, seg.length, seg.bounce, false});
+			break;
 		case seg_kind::dontcache:
 			if (tracks_boundaries(_c)) {
 				std::array<edge_piece, 3> pieces{};
 				const std::size_t n = edge_pieces(w0, w1, seg.offset, seg.offset + seg.length, pieces);
 				for (std::size_t i = 0; i < n; ++i)
 					_steps.push_back({pieces[i].track ? step::kind::tracked : step::kind::dontcache,
-							  pieces[i].offset, pieces[i].length, false});
+							  pieces[i].offset, pieces[i].length, false,
+							  pieces[i].track && wb});
 			} else {
-				_steps.push_back({step::kind::dontcache, seg.offset, seg.length, false});
+				_steps.push_back({step::kind::dontcache, seg.offset, seg.length, false, false});
 			}
 			break;
 		}
@@ -771,6 +807,15 @@ bool async_op::fence_as_buffered(const step &st)
 
 bool async_op::next_write(io::request &req)
 {
+	if (_wb_pending) {
+		// Before the next step (a direct middle may follow) and before
+		// the sync: the cached bytes just written go to the filesystem's
+		// write-back now.
+		_wb_pending = false;
+		_wb_in_flight = true;
+		req = io::request{.op = io::op_kind::writeback, .fd = _io.fd, .offset = _wb_lo, .length = _wb_hi - _wb_lo};
+		return true;
+	}
 	if (_stage == stage::steps) {
 		if (_idx < _steps.size()) {
 			step &st = _steps[_idx];
@@ -898,6 +943,7 @@ void async_op::on_write_result(io::result r)
 			}
 			note_direct_refused(_c, r.error, "write", st.offset, st.length);
 			st.k = _c.s.direct_misaligned_dontcache ? step::kind::dontcache : step::kind::buffered;
+			st.writeback = st.k == step::kind::buffered && writes_back_cached(_c);
 			_bounce.reset();
 			_issued_rwf = 0;
 			return; // next() reissues this step
@@ -932,12 +978,20 @@ void async_op::on_write_result(io::result r)
 		_c.e.boundary.complete(_c.f.boundary, st.offset / k_boundary_page,
 				       static_cast<std::uint32_t>(st.offset % k_boundary_page),
 				       r.ok() ? static_cast<std::uint32_t>(r.bytes) : 0, _releases);
-		if (r.ok())
+		if (r.ok()) {
 			_c.add(stat::buffered_bytes, r.bytes);
+			// Even a page this write completed (it is dropped when the
+			// WRITE finishes): the neighbour that wrote the other part
+			// may still be in flight, its write-back not yet started,
+			// while this WRITE's direct middle goes out next.
+			writeback_after(st, r.bytes);
+		}
 		break;
 	case step::kind::buffered:
-		if (r.ok())
+		if (r.ok()) {
 			_c.add(stat::buffered_bytes, r.bytes);
+			writeback_after(st, r.bytes);
+		}
 		break;
 	}
 	if (!r.ok()) {
@@ -952,6 +1006,30 @@ void async_op::on_write_result(io::result r)
 		return;
 	}
 	++_idx;
+}
+
+void async_op::writeback_after(const step &st, std::size_t bytes) noexcept
+{
+	if (!st.writeback || bytes == 0)
+		return;
+	_wb_lo = st.offset - st.offset % k_boundary_page;
+	const std::uint64_t end = st.offset + bytes;
+	_wb_hi = end + (k_boundary_page - end % k_boundary_page) % k_boundary_page;
+	_wb_pending = true;
+}
+
+// The data is written either way; a failed write-back only leaves the
+// pages dirty (the kernel's own write-back, the sync or the COMMIT will
+// meet the error again and report it).
+void async_op::on_writeback_result(io::result r) noexcept
+{
+	_c.add(stat::edge_writebacks);
+	if (r.ok())
+		return;
+	_c.add(stat::edge_writeback_errors);
+	if (first_time(_c.e, log_writeback_error))
+		log_msg(DCACHE_LOG_WARN, "dcache %s: sync_file_range(SYNC_FILE_RANGE_WRITE) of a WRITE's cached edge failed: %s",
+			_c.e.name, std::strerror(r.error));
 }
 
 void async_op::on_sync_result(io::result r)
@@ -1154,7 +1232,10 @@ void async_op::on_result(io::result r)
 {
 	if (!_write)
 		on_read_result(r);
-	else if (_stage == stage::syncing)
+	else if (_wb_in_flight) {
+		_wb_in_flight = false;
+		on_writeback_result(r);
+	} else if (_stage == stage::syncing)
 		on_sync_result(r);
 	else
 		on_write_result(r);
@@ -1525,7 +1606,7 @@ void dcache_file_close(struct dcache_file *file)
 		// (their writer completes them).
 		if (file->exp != nullptr) {
 			boundary_tracker::release_list list;
-			file->exp->boundary.take_file(file->boundary, 0, UINT64_MAX, list);
+			file->exp->boundary.take_file(file->boundary, 0, UINT64_MAX, boundary_tracker::reason::close, list);
 			release_boundary(*file->exp, list, file, -1);
 			// Another file's request may be releasing one of our pages
 			// (age, ceiling) through our descriptor: let it finish first.
@@ -1554,7 +1635,7 @@ void dcache_file_free(struct dcache_file *file)
 			// No request runs on a file being freed, but another file's
 			// request may be releasing one of its pages (age, ceiling).
 			boundary_tracker::release_list list;
-			file->exp->boundary.take_file(file->boundary, 0, UINT64_MAX, list, true);
+			file->exp->boundary.take_file(file->boundary, 0, UINT64_MAX, boundary_tracker::reason::close, list, true);
 			release_boundary(*file->exp, list, file, -1);
 			file->exp->boundary.wait_idle(file->boundary);
 		} catch (...) {
@@ -1562,6 +1643,24 @@ void dcache_file_free(struct dcache_file *file)
 	}
 	export_unref(file->exp);
 	delete file;
+}
+
+void dcache_file_truncated(struct dcache_file *file, uint64_t size)
+{
+	if (file == nullptr || file->exp == nullptr)
+		return;
+	try {
+		// The page holding the new EOF and every page past it: the
+		// truncate zeroed or removed what the tracker counted as written
+		// there.  Pages whose writer is still in flight stay; that
+		// writer's completion decides.
+		boundary_tracker::release_list list;
+		file->exp->boundary.take_file(file->boundary, size / k_boundary_page, UINT64_MAX,
+					      boundary_tracker::reason::truncate, list);
+		release_boundary(*file->exp, list, file, -1);
+	} catch (...) {
+		// No memory for the list: the pages age out.
+	}
 }
 
 struct dcache_io_result dcache_read(struct dcache_export *exp, struct dcache_file *file,
@@ -1601,16 +1700,19 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 	try {
 		exp->stats.add(stat::commits);
 		exp->stats.record(DCACHE_OP_COMMIT, sync_ns);
-		// The COMMIT made the held pages in its range clean: drop them (a
-		// neighbour still to come will read its page back; COMMIT is where
-		// the client says it is done with these bytes for now).
+		// Held pages in the COMMIT's range were written back when they
+		// were written, and the COMMIT's fsync has made them durable: they
+		// stay held, clean and cached, for the neighbour that completes
+		// them (one writer COMMITs while the others still write; releasing
+		// here made every neighbour read its page back).  The age limit,
+		// the ceiling, close, truncate and unexport release them.
 		if (file != nullptr) {
-			boundary_tracker::release_list list;
 			const std::uint64_t first = offset / k_boundary_page;
 			const std::uint64_t last = (len == 0 || len > UINT64_MAX - offset)
 							   ? UINT64_MAX
 							   : (offset + len - 1) / k_boundary_page;
-			exp->boundary.take_file(file->boundary, first, last, list);
+			exp->stats.add(stat::boundary_kept_at_commit, exp->boundary.pages(file->boundary, first, last));
+			boundary_tracker::release_list list;
 			exp->boundary.reap(boundary_tracker::clock::now(), list);
 			release_boundary(*exp, list, file, fd);
 		}

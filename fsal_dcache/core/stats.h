@@ -28,8 +28,10 @@ namespace dcache::core {
 	X(fallback_no_dontcache) X(fallback_no_odirect) X(fallback_direct_einval)         \
 	X(fallback_direct_eio) X(short_transfers) X(errors)                               \
 	X(boundary_held) X(boundary_completed) X(boundary_released_by_age)                \
-	X(boundary_released_by_ceiling) X(boundary_released_at_commit)                    \
+	X(boundary_released_by_ceiling) X(boundary_released_at_close)                     \
+	X(boundary_released_by_truncate) X(boundary_kept_at_commit)                       \
 	X(boundary_not_held) X(boundary_release_no_fd)                                    \
+	X(edge_writebacks) X(edge_writeback_errors)                                       \
 	X(boundary_pages_current) X(boundary_bytes_current)                              \
 	X(read_nowait_hits) X(read_nowait_partial) X(read_nowait_misses)                  \
 	X(fallback_no_nowait) X(fallback_no_io_uring) X(backend_io_uring)                 \

@@ -1,8 +1,8 @@
 // The boundary-page tracker, through the C API over the fake backend: the
 // page two misaligned direct-mode WRITEs share is written cached by both
-// (either order), then written back and dropped exactly once; the ceiling
-// and the age limit bound what is held; COMMIT, close, free and unexport
-// release; named sync points force the races; Boundary_Tracking = false
+// (either order), each piece written back at once, then dropped exactly
+// once; the ceiling and the age limit bound what is held; COMMITs keep held
+// pages; close, free, truncate and unexport release; named sync points force the races; Boundary_Tracking = false
 // is today's behaviour.  Run under TSan and ASan as well.
 #include "boundary_tracker.h"
 #include "dcache_io/fake_backend.h"
@@ -154,7 +154,8 @@ protected:
 		EXPECT_EQ(stat_of(exp, "boundary_held"),
 			  stat_of(exp, "boundary_completed") + stat_of(exp, "boundary_released_by_age") +
 				  stat_of(exp, "boundary_released_by_ceiling") +
-				  stat_of(exp, "boundary_released_at_commit") + stat_of(exp, "boundary_pages_current"));
+				  stat_of(exp, "boundary_released_at_close") + stat_of(exp, "boundary_released_by_truncate") +
+				  stat_of(exp, "boundary_pages_current"));
 	}
 	void expect_contents(int fd = k_fd)
 	{
@@ -218,7 +219,7 @@ TEST_P(boundary_order, shared_page_written_cached_by_both_then_released_once)
 	// Later: COMMIT and close find nothing left to release.
 	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1), 0);
 	EXPECT_EQ(releases_of(k_shared), 1u);
-	EXPECT_EQ(stat_of(exp, "boundary_released_at_commit"), 0u);
+	EXPECT_EQ(stat_of(exp, "boundary_released_at_close"), 0u);
 	expect_accounting();
 	expect_contents();
 }
@@ -267,7 +268,7 @@ TEST_F(boundary, a_write_spanning_two_partial_pages_holds_both_and_full_pages_st
 	expect_contents();
 }
 
-TEST_F(boundary, the_last_page_up_to_eof_is_held_until_commit_because_an_append_completes_it)
+TEST_F(boundary, the_last_page_up_to_eof_is_held_across_commit_because_an_append_completes_it)
 {
 	// [0, 5000) ends the file inside page 1: an appender continues there.
 	ASSERT_EQ(write(0, 5000).bytes, 5000u);
@@ -275,14 +276,75 @@ TEST_F(boundary, the_last_page_up_to_eof_is_held_until_commit_because_an_append_
 	ASSERT_EQ(write(5000, 3 * k_page).bytes, 3 * k_page); // the append
 	EXPECT_EQ(releases_of(1), 1u);
 	EXPECT_EQ(stat_of(exp, "boundary_completed"), 1u);
-	// Its own tail (page 4) waits for COMMIT.
+	// Its own tail (page 4) is held across the COMMIT (written back when it
+	// was written, durable after it), for the next append.
 	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 1u);
 	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1), 0);
+	EXPECT_EQ(releases_of(4), 0u);
+	EXPECT_EQ(stat_of(exp, "boundary_kept_at_commit"), 1u);
+	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 1u);
+	dcache_file_close(file);
 	EXPECT_EQ(releases_of(4), 1u);
-	EXPECT_EQ(stat_of(exp, "boundary_released_at_commit"), 1u);
+	EXPECT_EQ(stat_of(exp, "boundary_released_at_close"), 1u);
 	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 0u);
 	expect_accounting();
 	expect_contents();
+}
+
+// Every cached piece is written back (sync_file_range(WRITE) on its pages)
+// right after it is written and before the WRITE issues anything else: no
+// delayed allocation may be left next to the O_DIRECT middle.
+TEST_F(boundary, each_held_piece_is_written_back_before_the_write_goes_on)
+{
+	ASSERT_EQ(write(1000, 5 * k_page).bytes, 5 * k_page); // head page 0, middle 1-4, tail page 5
+	const auto all = fb.calls();
+	std::vector<std::size_t> cached, writebacks;
+	for (std::size_t i = 0; i < all.size(); ++i) {
+		if (all[i].op == op_kind::write && !all[i].direct && all[i].rwf == 0)
+			cached.push_back(i);
+		if (all[i].op == op_kind::writeback)
+			writebacks.push_back(i);
+	}
+	ASSERT_EQ(cached.size(), 2u);
+	ASSERT_EQ(writebacks.size(), 2u);
+	for (std::size_t k = 0; k < 2; ++k) {
+		EXPECT_EQ(writebacks[k], cached[k] + 1) << "right after the piece, before the next step";
+		const auto &wb = all[writebacks[k]];
+		EXPECT_EQ(wb.offset, all[cached[k]].offset / k_page * k_page);
+		EXPECT_EQ(wb.length, k_page);
+	}
+	EXPECT_EQ(all[cached[0] + 2].op, op_kind::write);
+	EXPECT_TRUE(all[cached[0] + 2].direct) << "the middle comes after the head's write-back";
+	EXPECT_EQ(stat_of(exp, "edge_writebacks"), 2u);
+	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 2u);
+	expect_contents();
+}
+
+// A truncate lets go of the held pages from the one holding the new EOF on
+// (through the file's own descriptor); pages before it stay held.
+TEST_F(boundary, truncate_releases_the_held_pages_it_crosses)
+{
+	ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);           // page 3
+	ASSERT_EQ(write(32 * k_page, 3 * k_page + 100).error, 0); // page 35
+	ASSERT_EQ(stat_of(exp, "boundary_pages_current"), 2u);
+	const auto drops_of = [&](std::uint64_t page) {
+		const auto d = calls_of(op_kind::fadvise_dontneed);
+		return std::count_if(d.begin(), d.end(), [&](const auto &c) {
+			return c.direct && c.offset == page * k_page && c.length == k_page;
+		});
+	};
+	dcache_file_truncated(file, 20 * k_page);
+	EXPECT_EQ(drops_of(35), 1) << "through the file's O_DIRECT descriptor";
+	EXPECT_EQ(drops_of(3), 0);
+	EXPECT_EQ(stat_of(exp, "boundary_released_by_truncate"), 1u);
+	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 1u);
+	dcache_file_truncated(file, 3 * k_page + 50); // inside page 3
+	EXPECT_EQ(drops_of(3), 1);
+	EXPECT_EQ(stat_of(exp, "boundary_released_by_truncate"), 2u);
+	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 0u);
+	dcache_file_truncated(file, 0); // nothing left: harmless
+	EXPECT_EQ(stat_of(exp, "boundary_released_by_truncate"), 2u);
+	expect_accounting();
 }
 
 // ---- bounded memory ----------------------------------------------------------
@@ -374,23 +436,33 @@ TEST_F(boundary, limits_change_live)
 
 // ---- COMMIT, close, free, unexport ------------------------------------------
 
-TEST_F(boundary, commit_releases_its_files_pages_in_its_range)
+TEST_F(boundary, commit_keeps_the_held_pages_of_its_range_and_counts_them)
 {
 	ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);               // page 3
 	ASSERT_EQ(write(32 * k_page, 3 * k_page + 100).error, 0);     // page 35
 	ASSERT_EQ(write(0, 3 * k_page + 100, file2, k_fd2).error, 0); // file 2, page 3
 	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 3u);
-	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 16 * k_page, 1), 0);
-	EXPECT_EQ(releases_of(3), 1u);
-	EXPECT_EQ(releases_of(35), 0u) << "outside the COMMIT's range";
-	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1), 0);
-	EXPECT_EQ(releases_of(35), 1u);
-	for (const auto &c : calls_of(op_kind::sync_range)) {
-		EXPECT_FALSE(c.direct) << "COMMIT releases through the descriptor it was given";
+	// Each was written back when it was written: the COMMIT's fsync made
+	// it durable, nothing is left for the COMMIT to do but count.
+	for (const auto &[fd, page] : std::vector<std::pair<int, std::uint64_t>>{{k_fd, 3}, {k_fd, 35}, {k_fd2, 3}}) {
+		const auto wb = calls_of(op_kind::writeback);
+		EXPECT_EQ(std::count_if(wb.begin(), wb.end(),
+					[&](const auto &c) { return c.fd == fd && c.offset == page * k_page && c.length == k_page; }),
+			  1)
+			<< "fd " << fd << " page " << page;
 	}
-	EXPECT_EQ(releases_of(3, k_fd2), 0u) << "another file's pages stay";
-	EXPECT_EQ(stat_of(exp, "boundary_released_at_commit"), 2u);
-	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 1u);
+	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 16 * k_page, 1), 0);
+	EXPECT_EQ(stat_of(exp, "boundary_kept_at_commit"), 1u) << "page 3 only: 35 is outside the range";
+	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1), 0);
+	EXPECT_EQ(stat_of(exp, "boundary_kept_at_commit"), 3u) << "pages 3 and 35 of this file";
+	EXPECT_EQ(releases_of(3), 0u);
+	EXPECT_EQ(releases_of(35), 0u);
+	EXPECT_EQ(releases_of(3, k_fd2), 0u);
+	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 3u);
+	// The neighbour still completes the page after the COMMIT: released then.
+	ASSERT_EQ(write(3 * k_page + 100, k_page - 100).error, 0);
+	EXPECT_EQ(releases_of(3), 1u);
+	EXPECT_EQ(stat_of(exp, "boundary_completed"), 1u);
 	expect_accounting();
 }
 
@@ -399,7 +471,7 @@ TEST_F(boundary, close_free_and_unexport_release_everything)
 	ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);
 	dcache_file_close(file);
 	EXPECT_EQ(releases_of(3), 1u);
-	EXPECT_EQ(stat_of(exp, "boundary_released_at_commit"), 1u);
+	EXPECT_EQ(stat_of(exp, "boundary_released_at_close"), 1u);
 
 	ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);
 	dcache_file_free(file);
@@ -411,11 +483,11 @@ TEST_F(boundary, close_free_and_unexport_release_everything)
 	ASSERT_EQ(write(0, 3 * k_page + 100, file2, k_fd2).error, 0);
 	ASSERT_EQ(stat_of(exp, "boundary_pages_current"), 1u);
 	dcache_export *gone = exp;
-	const std::uint64_t at_commit = stat_of(gone, "boundary_released_at_commit");
+	const std::uint64_t at_commit = stat_of(gone, "boundary_released_at_close");
 	exp->refs.fetch_add(1); // keep it readable for the checks below
 	dcache_export_free(gone);
 	EXPECT_EQ(releases_of(3, k_fd2), 1u);
-	EXPECT_EQ(stat_of(gone, "boundary_released_at_commit"), at_commit + 1);
+	EXPECT_EQ(stat_of(gone, "boundary_released_at_close"), at_commit + 1);
 	EXPECT_EQ(stat_of(gone, "boundary_pages_current"), 0u);
 	export_unref(gone); // the extra reference; file2 still holds one
 	exp = nullptr;
@@ -557,7 +629,7 @@ TEST_F(boundary, writer_arriving_during_the_release_is_correct_and_held_anew)
 	EXPECT_EQ(stat_of(exp, "boundary_completed"), 1u);
 	EXPECT_EQ(stat_of(exp, "boundary_held"), 2u);
 	expect_contents();
-	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1), 0);
+	dcache_file_close(file);
 	EXPECT_EQ(releases_of(k_shared), 2u);
 	expect_accounting();
 }

@@ -188,6 +188,55 @@ TEST_F(engine, edges_plain_buffered_when_dontcache_off)
 	EXPECT_EQ(w[1].rwf, RWF_DONTCACHE);
 }
 
+// Cached edges of a direct-mode WRITE are written back at once, each
+// before the next step (the direct middle) is issued; the buffered and
+// fadvise modes, which issue no O_DIRECT, leave write-back to the kernel.
+TEST_F(engine, cached_edges_are_written_back_at_once_in_direct_modes_only)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.direct_misaligned_dontcache = false;
+	make(s);
+	payload p(20000, 0);
+	ASSERT_EQ(write(1000, p).bytes, 20000u);
+	const auto all = fb.calls();
+	ASSERT_EQ(all.size(), 5u); // head, its write-back, middle, tail, its write-back
+	EXPECT_EQ(all[0].op, op_kind::write);
+	EXPECT_EQ(all[1].op, op_kind::writeback);
+	EXPECT_EQ(all[1].offset, 0u);
+	EXPECT_EQ(all[1].length, 4096u);
+	EXPECT_TRUE(all[2].direct);
+	EXPECT_EQ(all[3].op, op_kind::write);
+	EXPECT_EQ(all[4].op, op_kind::writeback);
+	EXPECT_EQ(all[4].offset, 20480u);
+	EXPECT_EQ(all[4].length, 4096u);
+	EXPECT_EQ(stat_of(exp, "edge_writebacks"), 2u);
+
+	for (const dcache_mode m : {DCACHE_MODE_BUFFERED, DCACHE_MODE_FADVISE, DCACHE_MODE_DONTCACHE}) {
+		modes(DCACHE_MODE_BUFFERED, m);
+		fb.clear_calls();
+		ASSERT_EQ(write(1000, p).bytes, 20000u);
+		EXPECT_EQ(fb.count(op_kind::writeback), 0u) << dcache_mode_name(m);
+	}
+}
+
+// A failed write-back does not fail the WRITE: its data is written; the
+// error is counted, logged once, and left for the sync or COMMIT to meet.
+TEST_F(engine, a_failed_write_back_is_counted_and_logged_not_fatal)
+{
+	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
+	payload p(20000, 0);
+	fb.fail_call(1, EIO); // the head's write-back
+	const auto r = write(1000, p);
+	EXPECT_EQ(r.error, 0);
+	EXPECT_EQ(r.bytes, 20000u);
+	EXPECT_EQ(stat_of(exp, "edge_writeback_errors"), 1u);
+	EXPECT_EQ(stat_of(exp, "errors"), 0u);
+	EXPECT_EQ(log_lines_with("cached edge failed"), 1u);
+	ASSERT_EQ(write(1000, p).bytes, 20000u);
+	EXPECT_EQ(log_lines_with("cached edge failed"), 1u) << "logged once per export";
+}
+
 TEST_F(engine, memory_misaligned_middle_bounce_vs_buffered)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
@@ -233,7 +282,7 @@ TEST_F(engine, short_middle_reports_exactly_what_was_written_and_stops)
 	const std::uint64_t head = 4096 - 3096 % 4096; // offset 3096 -> head 1000
 	const std::uint64_t middle = 40960;
 	const std::size_t sixty = static_cast<std::size_t>(middle * 6 / 10);
-	fb.short_call(1, sixty); // call 0 head, call 1 middle
+	fb.short_call(2, sixty); // call 0 head, call 1 its write-back, call 2 middle
 	const auto r = write(3096, p);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, head + sixty);
@@ -251,7 +300,7 @@ TEST_F(engine, short_middle_detected_per_segment_not_by_running_total)
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(4000 + 8192 + 300, 0);
 	const std::size_t sixty = 8192 * 6 / 10;
-	fb.short_call(1, sixty);
+	fb.short_call(2, sixty); // call 0 head, call 1 its write-back, call 2 middle
 	const auto r = write(96, p);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 4000u + sixty);
@@ -291,7 +340,7 @@ TEST_F(engine, eio_on_direct_middle_reissues_it_through_the_page_cache)
 	// DONTCACHE way instead, and the WRITE completes.
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(20000, 0);
-	fb.fail_call(1, EIO);
+	fb.fail_call(2, EIO); // call 0 head, call 1 its write-back, call 2 middle
 	const auto r = write(1000, p);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 20000u);
@@ -310,8 +359,8 @@ TEST_F(engine, eio_again_on_the_reissued_middle_reports_the_head_as_a_short_writ
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(20000, 0);
-	fb.fail_call(1, EIO);
-	fb.fail_call(2, EIO);
+	fb.fail_call(2, EIO); // the middle (after the head and its write-back)
+	fb.fail_call(3, EIO); // its reissue
 	const auto r = write(1000, p);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 3096u);
@@ -474,15 +523,17 @@ TEST_P(stability, one_sync_per_write_never_lower_than_asked)
 	EXPECT_EQ(stat_of(exp, "writes_raised_stable"), (c.reply_stable && !c.asked) ? writes : 0u);
 	EXPECT_EQ(stat_of(exp, "syncs_fsync"), c.fsyncs * writes);
 	EXPECT_EQ(stat_of(exp, "syncs_fdatasync"), c.fdatasyncs * writes);
-	// The sync comes after every segment of its WRITE.
+	// The sync comes after every segment of its WRITE (and, in the direct
+	// modes, after the write-backs of its cached edges).
 	const auto all = fb.calls();
 	for (std::size_t i = 0; i < all.size(); ++i) {
 		if (all[i].op != op_kind::fsync && all[i].op != op_kind::fdatasync)
 			continue;
 		ASSERT_GT(i, 0u);
 		std::uint64_t covered = 0;
-		for (std::size_t j = i; j-- > 0 && all[j].op == op_kind::write;)
-			covered += all[j].length;
+		for (std::size_t j = i; j-- > 0 && (all[j].op == op_kind::write || all[j].op == op_kind::writeback);)
+			if (all[j].op == op_kind::write)
+				covered += all[j].length;
 		EXPECT_EQ(covered, p.bytes().size());
 	}
 }

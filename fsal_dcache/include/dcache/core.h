@@ -149,6 +149,9 @@ struct dcache_file *dcache_file_new(struct dcache_export *exp);
  * Thread-safe. */
 void dcache_file_close(struct dcache_file *file);
 void dcache_file_free(struct dcache_file *file);
+/* After the sub-FSAL truncated the file to size: releases (drops) the held
+ * boundary pages from the page holding the new EOF on.  Thread-safe. */
+void dcache_file_truncated(struct dcache_file *file, uint64_t size);
 
 /* ---- the data path ----------------------------------------------------- */
 
@@ -209,8 +212,8 @@ const char *dcache_export_backend_name(const struct dcache_export *exp);
 
 /* Called after the sub-FSAL's COMMIT succeeded on [offset, offset+len)
  * (len 0: to end of file), which took sync_ns; counts it and does the
- * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode, and
- * writes back and drops the file's held boundary pages in the range.
+ * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode.  Held
+ * boundary pages in the range stay held (the COMMIT made them durable).
  * Returns 0 or an errno value. */
 int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file,
 			int fd, uint64_t offset, uint64_t len,
