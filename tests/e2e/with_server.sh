@@ -17,7 +17,7 @@
 #     every one a direct child of this script, stopped by its pid.
 # COMMAND runs in the same namespaces with
 #   DCACHE_SERVER=127.0.0.1 DCACHE_MNT DCACHE_STATE DCACHE_LOG DCACHE_PID
-#   DBUS_SYSTEM_BUS_ADDRESS
+#   DCACHE_LOOPDEV (the loop device under DCACHE_MNT) DBUS_SYSTEM_BUS_ADDRESS
 # and this script exits with COMMAND's status.
 #
 # Environment:
@@ -369,7 +369,7 @@ fi
 # Run in the background and wait, so a SIGTERM to this script is handled at
 # once (bash defers traps while a foreground child runs).
 "${in_ns[@]}" env DCACHE_SERVER=127.0.0.1 DCACHE_MNT="$mnt" DCACHE_STATE="$state" \
-  DCACHE_LOG="$state/ganesha.log" DCACHE_PID="$ganesha_pid" \
+  DCACHE_LOG="$state/ganesha.log" DCACHE_PID="$ganesha_pid" DCACHE_LOOPDEV="$loopdev" \
   DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" "$@" &
 cmd_pid=$!
 wait "$cmd_pid" && status=0 || status=$?
