@@ -131,6 +131,18 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 				   struct fsal_export *original,
 				   struct fsal_module *updated_super);
 
+/* config_tree.c: the settings of an FSAL block (a parse-tree node) as
+ * written.  dcache_conf_read sets values[i] (gsh_malloc'd, or NULL when
+ * absent) for names[i]; false, with why[], for a setting written as a
+ * block, with no value the parser could read, with several values, or set
+ * twice.  dcache_conf_misplaced: true, with why[], when one of names is set
+ * in the EXPORT block around it, in its nested FSAL block or in
+ * EXPORT_DEFAULTS. */
+bool dcache_conf_read(void *block, const char *const names[], size_t count,
+		      char *values[], char *why, size_t why_len);
+bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
+			   char *why, size_t why_len);
+
 /* handle.c */
 void dcache_handle_ops_init(struct fsal_obj_ops *ops);
 fsal_status_t dcache_wrap_handle(struct dcache_fsal_export *exp,

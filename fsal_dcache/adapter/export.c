@@ -21,10 +21,11 @@
 /* ---- settings ----------------------------------------------------------- */
 
 /*
- * Every setting is read as a string and validated by the core, so each bad
- * value gets the same kind of message: the export, the setting, the value
- * and what is allowed.  (Ganesha's own typed items would reject some of
- * them with a message that names neither the export nor the choices.)
+ * Every setting is read from the parse tree exactly as written
+ * (config_tree.c: Ganesha's items would drop a sign, let a repeated setting
+ * win, skip what its grammar dropped) and validated by the core, so each
+ * bad value gets the same kind of message: the export, the setting, the
+ * value as written and what is allowed.
  */
 /*
  * The settings of the FSAL block, as (name in ganesha.conf, field of
@@ -56,8 +57,12 @@ static struct config_item sub_fsal_params[] = {
 	CONFIG_EOL
 };
 
-#define DCACHE_CONF_ITEM(name, member) \
-	CONF_ITEM_STR(name, 1, 64, NULL, dcache_export_args, member),
+/* Known to Ganesha's loader (so not "Unknown parameter"), read by
+ * dcache_conf_read. */
+#define DCACHE_CONF_ITEM(name, member) CONF_ITEM_NOOP(name),
+#define DCACHE_NAME(name, member) name,
+static const char *const setting_names[] = { DCACHE_SETTINGS(DCACHE_NAME) };
+#define DCACHE_SETTING_COUNT (sizeof(setting_names) / sizeof(setting_names[0]))
 
 /* For the error message: what may appear in the FSAL block. */
 #define DCACHE_SETTING_NAME(name, member) name ", "
@@ -108,11 +113,27 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			   struct dcache_settings *settings, const char *refused)
 {
 	struct dcache_settings_text text = { 0 };
+	char *values[DCACHE_SETTING_COUNT];
 	bool was_bogus, unknown;
-	char why[256];
+	char why[512];
 	int rc;
 
 	memset(args, 0, sizeof(*args));
+	if (!dcache_conf_read(parse_node, setting_names, DCACHE_SETTING_COUNT, values,
+			      why, sizeof(why)) ||
+	    dcache_conf_misplaced(parse_node, setting_names, DCACHE_SETTING_COUNT,
+				  why, sizeof(why))) {
+		for (size_t i = 0; i < DCACHE_SETTING_COUNT; ++i)
+			gsh_free(values[i]);
+		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
+			export_id_of_ctx(), export_path_of_ctx(), why, refused);
+		return false;
+	}
+	{
+		size_t i = 0;
+#define DCACHE_TAKE_VALUE(name, member) args->member = values[i++];
+		DCACHE_SETTINGS(DCACHE_TAKE_VALUE)
+	}
 	/* Ganesha's parser counts an unknown setting as harmless ("bogus")
 	 * and carries on; for DCACHE a misspelt setting would silently leave
 	 * the default in force, so it refuses the export instead. */

@@ -18,15 +18,6 @@ constexpr std::uint32_t k_max_boundary_age_ms = 3600u * 1000u;
 // uring_backend::k_max_depth (not included here: settings stay pure).
 constexpr std::uint32_t k_max_queue_depth = 4096;
 
-std::string_view trim(std::string_view s) noexcept
-{
-	while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-		s.remove_prefix(1);
-	while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-		s.remove_suffix(1);
-	return s;
-}
-
 bool iequals(std::string_view a, std::string_view b) noexcept
 {
 	if (a.size() != b.size())
@@ -71,15 +62,6 @@ constexpr mode_word k_write_modes[] = {
 	{"3", DCACHE_MODE_DIRECT_DATA_SYNC},
 	{"4", DCACHE_MODE_DIRECT_FILE_SYNC},
 };
-
-void explain(char *why, std::size_t why_len, const char *setting, const char *value,
-	     const char *allowed) noexcept
-{
-	if (why == nullptr || why_len == 0)
-		return;
-	std::snprintf(why, why_len, "%s = \"%s\" is not valid; allowed: %s", setting, value, allowed);
-}
-
 constexpr word<dcache_mem_misaligned> k_mem_words[] = {
 	{"bounce", DCACHE_MEM_MISALIGNED_BOUNCE},
 	{"buffered", DCACHE_MEM_MISALIGNED_BUFFERED},
@@ -88,14 +70,14 @@ constexpr word<dcache_io_backend> k_backend_words[] = {
 	{"io_uring", DCACHE_IO_BACKEND_IO_URING},
 	{"sync", DCACHE_IO_BACKEND_SYNC},
 };
-constexpr const char *k_bool_allowed = "true, false, yes, no, on, off, 1, 0";
 
+// The value exactly as written, case aside: no surrounding blanks, no
+// sign, no unit, nothing a word of the table does not spell.
 template <class E, std::size_t N>
 bool parse_word(const char *text, const word<E> (&table)[N], E *out) noexcept
 {
-	const std::string_view v = trim(text);
 	for (const auto &w : table) {
-		if (iequals(v, w.text)) {
+		if (iequals(text, w.text)) {
 			*out = w.value;
 			return true;
 		}
@@ -105,21 +87,21 @@ bool parse_word(const char *text, const word<E> (&table)[N], E *out) noexcept
 
 bool parse_bool(const char *text, bool *out) noexcept
 {
-	const std::string_view v = trim(text);
 	for (const char *t : {"true", "yes", "on", "1"})
-		if (iequals(v, t))
+		if (iequals(text, t))
 			return *out = true, true;
 	for (const char *f : {"false", "no", "off", "0"})
-		if (iequals(v, f))
+		if (iequals(text, f))
 			return *out = false, true;
 	return false;
 }
 
-// A decimal integer in [lo, hi]; nothing else (no sign, no suffix).
+// One rule for every number: decimal digits, no sign, no unit, no leading
+// zero ("0" itself excepted), at most ten digits, then the range.
 bool parse_uint(const char *text, std::uint32_t lo, std::uint32_t hi, std::uint32_t *out) noexcept
 {
-	const std::string_view v = trim(text);
-	if (v.empty() || v.size() > 10)
+	const std::string_view v = text;
+	if (v.empty() || v.size() > 10 || (v.size() > 1 && v.front() == '0'))
 		return false;
 	std::uint64_t n = 0;
 	for (char c : v) {
@@ -133,11 +115,57 @@ bool parse_uint(const char *text, std::uint32_t lo, std::uint32_t hi, std::uint3
 	return true;
 }
 
-// At most five digits (so also no long runs of leading zeros), 0..1024.
-bool parse_pages(const char *text, std::uint32_t *out) noexcept
-{
-	return trim(text).size() <= 5 && parse_uint(text, 0, k_max_num_pages, out);
-}
+constexpr const char *k_bool_allowed = "true, false, yes, no, on, off, 1, 0";
+
+// Every setting: its name in ganesha.conf, where its text is, what is
+// allowed, and how the text becomes the value.  The one list the parser,
+// the error lines and dcache_settings_allowed() use.
+struct setting {
+	const char *name;
+	const char *dcache_settings_text::*text;
+	const char *allowed;
+	bool (*parse)(const char *text, dcache_settings &s) noexcept;
+};
+
+constexpr setting k_settings[] = {
+	{"IO_Cache_Read", &dcache_settings_text::io_cache_read,
+	 "buffered, dontcache, fadvise, direct (or the kernel's numbers 0, 1, 2)",
+	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_read_modes, &s.io_cache_read); }},
+	{"IO_Cache_Write", &dcache_settings_text::io_cache_write,
+	 "buffered, dontcache, fadvise, direct, direct_data_sync, direct_file_sync (or the kernel's numbers 0, 1, 2, 3, 4)",
+	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_write_modes, &s.io_cache_write); }},
+	{"Direct_Misaligned_Num_Pages", &dcache_settings_text::direct_misaligned_num_pages,
+	 "an integer from 0 to 1024 (pages of 4096 bytes)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_uint(t, 0, k_max_num_pages, &s.direct_misaligned_num_pages);
+	 }},
+	{"Direct_Misaligned_Dontcache", &dcache_settings_text::direct_misaligned_dontcache, k_bool_allowed,
+	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.direct_misaligned_dontcache); }},
+	{"Direct_Misaligned_Memory", &dcache_settings_text::direct_misaligned_memory, "bounce, buffered",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_word(t, k_mem_words, &s.direct_misaligned_memory);
+	 }},
+	{"Boundary_Tracking", &dcache_settings_text::boundary_tracking, k_bool_allowed,
+	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.boundary_tracking); }},
+	{"Boundary_Max_Pages", &dcache_settings_text::boundary_max_pages,
+	 "an integer from 1 to 1048576 (pages of 4096 bytes held per export)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_uint(t, 1, k_max_boundary_pages, &s.boundary_max_pages);
+	 }},
+	{"Boundary_Max_Age_Ms", &dcache_settings_text::boundary_max_age_ms,
+	 "an integer from 1 to 3600000 (milliseconds)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_uint(t, 1, k_max_boundary_age_ms, &s.boundary_max_age_ms);
+	 }},
+	{"IO_Backend", &dcache_settings_text::io_backend, "io_uring, sync",
+	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_backend_words, &s.io_backend); }},
+	{"IO_Queue_Depth", &dcache_settings_text::io_queue_depth, "an integer from 1 to 4096 (io_uring entries)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_uint(t, 1, k_max_queue_depth, &s.io_queue_depth);
+	 }},
+	{"Cached_Read_Fast_Path", &dcache_settings_text::cached_read_fast_path, k_bool_allowed,
+	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.cached_read_fast_path); }},
+};
 
 } // namespace
 
@@ -175,73 +203,68 @@ int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache
 	}
 	// Build into a local so *out is untouched on error.
 	dcache_settings s = dcache_settings_default();
-	if (text->io_cache_read != nullptr &&
-	    !parse_word(text->io_cache_read, k_read_modes, &s.io_cache_read)) {
-		explain(why, why_len, "IO_Cache_Read", text->io_cache_read,
-			"buffered, dontcache, fadvise, direct (or the kernel's numbers 0, 1, 2)");
-		return EINVAL;
-	}
-	if (text->io_cache_write != nullptr &&
-	    !parse_word(text->io_cache_write, k_write_modes, &s.io_cache_write)) {
-		explain(why, why_len, "IO_Cache_Write", text->io_cache_write,
-			"buffered, dontcache, fadvise, direct, direct_data_sync, direct_file_sync "
-			"(or the kernel's numbers 0, 1, 2, 3, 4)");
-		return EINVAL;
-	}
-	if (text->direct_misaligned_num_pages != nullptr &&
-	    !parse_pages(text->direct_misaligned_num_pages, &s.direct_misaligned_num_pages)) {
-		explain(why, why_len, "Direct_Misaligned_Num_Pages", text->direct_misaligned_num_pages,
-			"an integer from 0 to 1024 (pages of 4096 bytes)");
-		return EINVAL;
-	}
-	if (text->direct_misaligned_dontcache != nullptr &&
-	    !parse_bool(text->direct_misaligned_dontcache, &s.direct_misaligned_dontcache)) {
-		explain(why, why_len, "Direct_Misaligned_Dontcache", text->direct_misaligned_dontcache,
-			k_bool_allowed);
-		return EINVAL;
-	}
-	if (text->direct_misaligned_memory != nullptr &&
-	    !parse_word(text->direct_misaligned_memory, k_mem_words, &s.direct_misaligned_memory)) {
-		explain(why, why_len, "Direct_Misaligned_Memory", text->direct_misaligned_memory,
-			"bounce, buffered");
-		return EINVAL;
-	}
-	if (text->boundary_tracking != nullptr &&
-	    !parse_bool(text->boundary_tracking, &s.boundary_tracking)) {
-		explain(why, why_len, "Boundary_Tracking", text->boundary_tracking,
-			k_bool_allowed);
-		return EINVAL;
-	}
-	if (text->boundary_max_pages != nullptr &&
-	    !parse_uint(text->boundary_max_pages, 1, k_max_boundary_pages, &s.boundary_max_pages)) {
-		explain(why, why_len, "Boundary_Max_Pages", text->boundary_max_pages,
-			"an integer from 1 to 1048576 (pages of 4096 bytes held per export)");
-		return EINVAL;
-	}
-	if (text->boundary_max_age_ms != nullptr &&
-	    !parse_uint(text->boundary_max_age_ms, 1, k_max_boundary_age_ms, &s.boundary_max_age_ms)) {
-		explain(why, why_len, "Boundary_Max_Age_Ms", text->boundary_max_age_ms,
-			"an integer from 1 to 3600000 (milliseconds)");
-		return EINVAL;
-	}
-	if (text->io_backend != nullptr && !parse_word(text->io_backend, k_backend_words, &s.io_backend)) {
-		explain(why, why_len, "IO_Backend", text->io_backend, "io_uring, sync");
-		return EINVAL;
-	}
-	if (text->io_queue_depth != nullptr &&
-	    !parse_uint(text->io_queue_depth, 1, k_max_queue_depth, &s.io_queue_depth)) {
-		explain(why, why_len, "IO_Queue_Depth", text->io_queue_depth,
-			"an integer from 1 to 4096 (io_uring entries)");
-		return EINVAL;
-	}
-	if (text->cached_read_fast_path != nullptr &&
-	    !parse_bool(text->cached_read_fast_path, &s.cached_read_fast_path)) {
-		explain(why, why_len, "Cached_Read_Fast_Path", text->cached_read_fast_path,
-			k_bool_allowed);
+	for (const setting &st : k_settings) {
+		const char *value = text->*st.text;
+		if (value == nullptr || st.parse(value, s))
+			continue;
+		if (why != nullptr && why_len > 0) {
+			char shown[160];
+			(void)dcache_settings_quote(value, shown, sizeof(shown));
+			std::snprintf(why, why_len, "%s = %s is not valid; allowed: %s", st.name, shown, st.allowed);
+		}
 		return EINVAL;
 	}
 	*out = s;
 	return 0;
+}
+
+const char *dcache_settings_allowed(const char *name)
+{
+	for (const setting &st : k_settings)
+		if (name != nullptr && iequals(name, st.name))
+			return st.allowed;
+	return nullptr;
+}
+
+size_t dcache_settings_quote(const char *value, char *out, size_t out_len)
+{
+	if (out == nullptr || out_len == 0)
+		return 0;
+	// "...", with \" \\ \n \t and \xNN for other control bytes, cut
+	// (ending in ...") when it does not fit: one line, whatever was written.
+	std::size_t n = 0;
+	const auto put = [&](const char *piece) noexcept {
+		const std::size_t k = std::strlen(piece);
+		if (n + k + 5 >= out_len)
+			return false;
+		std::memcpy(out + n, piece, k);
+		n += k;
+		return true;
+	};
+	(void)put("\"");
+	bool whole = true;
+	for (const char *p = value ? value : ""; *p != '\0' && whole; ++p) {
+		const auto c = static_cast<unsigned char>(*p);
+		char piece[8];
+		if (c == '"' || c == '\\')
+			std::snprintf(piece, sizeof(piece), "\\%c", c);
+		else if (c == '\n')
+			std::snprintf(piece, sizeof(piece), "\\n");
+		else if (c == '\t')
+			std::snprintf(piece, sizeof(piece), "\\t");
+		else if (c < 0x20 || c == 0x7f)
+			std::snprintf(piece, sizeof(piece), "\\x%02x", c);
+		else
+			piece[0] = static_cast<char>(c), piece[1] = '\0';
+		whole = put(piece);
+	}
+	if (!whole) {
+		std::memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n++] = '"';
+	out[n] = '\0';
+	return n;
 }
 
 const char *dcache_mode_name(enum dcache_mode mode)

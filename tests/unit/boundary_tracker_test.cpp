@@ -810,7 +810,7 @@ TEST(boundary_settings, parse_defaults_and_errors)
 	EXPECT_EQ(s.boundary_max_pages, 4096u);
 	EXPECT_EQ(s.boundary_max_age_ms, 5000u);
 	t.boundary_tracking = "off";
-	t.boundary_max_pages = " 1048576 ";
+	t.boundary_max_pages = "1048576";
 	t.boundary_max_age_ms = "1";
 	ASSERT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), 0) << why;
 	EXPECT_FALSE(s.boundary_tracking);

@@ -650,7 +650,7 @@ TEST(engine_async_settings, io_backend_queue_depth_and_fast_path_parse_and_rejec
 	EXPECT_EQ(s.io_backend, DCACHE_IO_BACKEND_IO_URING);
 	EXPECT_EQ(s.io_queue_depth, 64u);
 	EXPECT_TRUE(s.cached_read_fast_path);
-	t.io_backend = " Sync ";
+	t.io_backend = "Sync";
 	t.io_queue_depth = "4096";
 	t.cached_read_fast_path = "off";
 	ASSERT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), 0) << why;

@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(
 			  mode_case{"fadvise", DCACHE_MODE_FADVISE}, mode_case{"Fadvise", DCACHE_MODE_FADVISE},
 			  mode_case{"direct", DCACHE_MODE_DIRECT}, mode_case{"DIRECT", DCACHE_MODE_DIRECT},
 			  mode_case{"0", DCACHE_MODE_BUFFERED}, mode_case{"1", DCACHE_MODE_DONTCACHE},
-			  mode_case{"2", DCACHE_MODE_DIRECT}, mode_case{" direct ", DCACHE_MODE_DIRECT}));
+			  mode_case{"2", DCACHE_MODE_DIRECT}));
 
 class write_modes : public ::testing::TestWithParam<mode_case> {};
 TEST_P(write_modes, accepted)
@@ -130,7 +130,8 @@ TEST_P(bad_read_modes, rejected_with_message)
 }
 INSTANTIATE_TEST_SUITE_P(settings, bad_read_modes,
 			 ::testing::Values("fast", "", "3", "4", "direct_data_sync", "direct_file_sync", "-1",
-					   "100", "buffered,", "dont cache", "02", "directx"));
+					   "~1", "+1", "100", "buffered,", "dont cache", "02", "directx", " direct ",
+					   "direct ", "1e3"));
 
 class bad_write_modes : public ::testing::TestWithParam<const char *> {};
 TEST_P(bad_write_modes, rejected_with_message)
@@ -157,7 +158,8 @@ TEST(settings, num_pages_range)
 		ASSERT_EQ(p.rc, 0) << v << ": " << p.why;
 		EXPECT_EQ(p.s.direct_misaligned_num_pages, n);
 	}
-	for (const char *bad : {"1025", "-1", "", "two", "2x", "0x10", "99999999999", "1e3", "+2"}) {
+	for (const char *bad : {"1025", "-1", "~1", "", "two", "2x", "0x10", "99999999999", "1e3", "+2", "000002",
+				"0000000001", "02", " 2", "2 ", "2k"}) {
 		dcache_settings_text t{};
 		t.direct_misaligned_num_pages = bad;
 		const parsed p = parse(t);
@@ -236,6 +238,63 @@ TEST(settings, message_truncates_safely)
 	std::memset(why, 'x', sizeof(why));
 	ASSERT_EQ(dcache_settings_parse(&t, &out, why, sizeof(why)), EINVAL);
 	EXPECT_EQ(std::string(why), "IO_Cache_Read =");
+}
+
+// One rule for every number: decimal, no sign, no unit, no leading zero,
+// at most ten digits, then the range; the message shows the value as
+// written, escaped on one line.
+TEST(settings, one_rule_for_numbers_and_values_shown_escaped)
+{
+	struct num {
+		const char *dcache_settings_text::*field;
+		const char *name;
+	};
+	for (const num &n : {num{&dcache_settings_text::direct_misaligned_num_pages, "Direct_Misaligned_Num_Pages"},
+			     num{&dcache_settings_text::boundary_max_pages, "Boundary_Max_Pages"},
+			     num{&dcache_settings_text::boundary_max_age_ms, "Boundary_Max_Age_Ms"},
+			     num{&dcache_settings_text::io_queue_depth, "IO_Queue_Depth"}}) {
+		for (const char *bad : {"-1", "-4096", "~1", "01", "000002", "0000000001", "0x10", "1e3", "2k", "10M",
+					"5s", "64k", "", " 8", "8 ", "1.0", "12345678901"}) {
+			dcache_settings_text t{};
+			t.*n.field = bad;
+			const parsed p = parse(t);
+			EXPECT_EQ(p.rc, EINVAL) << n.name << " = " << bad;
+			EXPECT_THAT(p.why, HasSubstr(n.name));
+		}
+		dcache_settings_text t{};
+		t.*n.field = "8";
+		EXPECT_EQ(parse(t).rc, 0) << n.name;
+	}
+	dcache_settings_text t{};
+	t.io_cache_read = "fast\n\"x\"\\\x01";
+	const parsed p = parse(t);
+	ASSERT_EQ(p.rc, EINVAL);
+	EXPECT_THAT(p.why, HasSubstr("IO_Cache_Read = \"fast\\n\\\"x\\\"\\\\\\x01\" is not valid"));
+	EXPECT_EQ(p.why.find('\n'), std::string::npos) << "one line";
+}
+
+TEST(settings, quote_escapes_and_cuts)
+{
+	char out[64];
+	EXPECT_EQ(dcache_settings_quote("direct", out, sizeof(out)), 8u);
+	EXPECT_STREQ(out, "\"direct\"");
+	(void)dcache_settings_quote("a\tb\nc", out, sizeof(out));
+	EXPECT_STREQ(out, "\"a\\tb\\nc\"");
+	(void)dcache_settings_quote(nullptr, out, sizeof(out));
+	EXPECT_STREQ(out, "\"\"");
+	const std::string longer(200, 'x');
+	char small[16];
+	(void)dcache_settings_quote(longer.c_str(), small, sizeof(small));
+	EXPECT_EQ(std::string(small), "\"xxxxxxxxx...\"") << "cut to fit, still one quoted token";
+	EXPECT_EQ(dcache_settings_quote("x", nullptr, 0), 0u);
+}
+
+TEST(settings, allowed_text_by_name)
+{
+	EXPECT_THAT(dcache_settings_allowed("IO_Cache_Read"), HasSubstr("buffered, dontcache, fadvise, direct"));
+	EXPECT_THAT(dcache_settings_allowed("io_queue_depth"), HasSubstr("1 to 4096"));
+	EXPECT_EQ(dcache_settings_allowed("IO_Cache_Wrte"), nullptr);
+	EXPECT_EQ(dcache_settings_allowed(nullptr), nullptr);
 }
 
 TEST(settings, mode_names)

@@ -101,14 +101,26 @@ struct dcache_settings {
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */
 struct dcache_settings dcache_settings_default(void);
 
-/* Validate *text into *out.  Returns 0, or EINVAL with a one-line message in
- * why[] naming the setting, the bad value and what is allowed, e.g.
+/* Validate *text into *out.  A value is valid only if its text is exactly
+ * one the setting allows (words in any case; numbers in decimal without a
+ * sign, a unit or a leading zero).  Returns 0, or EINVAL with a one-line
+ * message in why[] naming the setting, the bad value and what is allowed,
+ * e.g.
  *   IO_Cache_Read = "fast" is not valid; allowed: buffered, dontcache,
  *   fadvise, direct (or the kernel's numbers 0, 1, 2)
  * Pure; thread-safe. */
 int dcache_settings_parse(const struct dcache_settings_text *text,
 			  struct dcache_settings *out, char *why,
 			  size_t why_len);
+
+/* What a setting (its ganesha.conf name, any case) allows, as the error
+ * lines say it; NULL for a name that is not a DCACHE setting. */
+const char *dcache_settings_allowed(const char *name);
+
+/* value as one log-safe token: in double quotes, with backslash escapes
+ * for quotes, backslashes and control bytes (\n, \t, \xNN), cut with
+ * ..." when out is too small.  Returns its length. */
+size_t dcache_settings_quote(const char *value, char *out, size_t out_len);
 
 /* Canonical name of a mode ("direct_file_sync", ...). */
 const char *dcache_mode_name(enum dcache_mode mode);

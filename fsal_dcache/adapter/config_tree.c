@@ -1,0 +1,242 @@
+/*
+ * The DCACHE settings exactly as the operator wrote them, read from
+ * Ganesha's parse tree: the one file that includes the parser's internal
+ * header (config_parsing/analyse.h, from the same source package).
+ *
+ * Why not Ganesha's own items: a CONF_ITEM_STR hands over a number without
+ * its sign ("IO_Queue_Depth = -4096" arrives as "4096": the lexer makes the
+ * '-' an operator of the number term), lets a setting given twice win
+ * silently, skips a statement its grammar dropped ("2k", "1e3", a missing
+ * ';', "= ;": only "Syntax error in statement" is logged, with no export
+ * named) and a block of the setting's name, and knows nothing of DCACHE
+ * settings written outside DCACHE's FSAL block.  The parse tree keeps all
+ * of that: each statement with its terms, each term with its type, its
+ * operator and its text, and the file and line it came from.
+ */
+#include "dcache_internal.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config_parsing.h"
+#include "config_parsing/analyse.h"
+
+/*
+ * struct config_node of Debian's libganesha_nfsd.so.4.3 (config_GetBlockNode
+ * reads the name at +0x38 through the blocks list at +0x10;
+ * load_config_from_node tests the type at +0x30 against TYPE_BLOCK = 2).
+ */
+_Static_assert(sizeof(struct config_node) == 88, "config_node size");
+_Static_assert(offsetof(struct config_node, filename) == 32, "config_node.filename");
+_Static_assert(offsetof(struct config_node, linenumber) == 40, "config_node.linenumber");
+_Static_assert(offsetof(struct config_node, type) == 48, "config_node.type");
+_Static_assert(offsetof(struct config_node, u.term.type) == 56, "config_node.u.term.type");
+_Static_assert(offsetof(struct config_node, u.term.op_code) == 64, "config_node.u.term.op_code");
+_Static_assert(offsetof(struct config_node, u.term.varvalue) == 72, "config_node.u.term.varvalue");
+_Static_assert(offsetof(struct config_node, u.nterm.name) == 56, "config_node.u.nterm.name");
+_Static_assert(offsetof(struct config_node, u.nterm.parent) == 64, "config_node.u.nterm.parent");
+_Static_assert(offsetof(struct config_node, u.nterm.sub_nodes) == 72, "config_node.u.nterm.sub_nodes");
+_Static_assert(TYPE_ROOT == 1 && TYPE_BLOCK == 2 && TYPE_STMT == 3 && TYPE_TERM == 4, "node types");
+
+static const char *where(const struct config_node *n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:%d", n->filename ? n->filename : "?", n->linenumber);
+	return buf;
+}
+
+/* -1 when name is not one of the settings. */
+static int setting_index(const char *name, const char *const names[], size_t count)
+{
+	for (size_t i = 0; i < count; ++i)
+		if (name != NULL && strcasecmp(name, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * What stands after "name =" on the statement's line of its file, up to
+ * ';' (at most len - 1 bytes): the text the parser dropped.  Empty when the
+ * file cannot be read (a configuration from a URL) or the line does not
+ * hold the setting.
+ */
+static void text_on_line(const struct config_node *stmt, char *out, size_t len)
+{
+	char line[1024];
+	FILE *f;
+	int n = 0;
+
+	out[0] = '\0';
+	if (stmt->filename == NULL || (f = fopen(stmt->filename, "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (++n == stmt->linenumber)
+			break;
+	fclose(f);
+	if (n != stmt->linenumber)
+		return;
+	for (char *p = line; (p = strcasestr(p, stmt->u.nterm.name)) != NULL; ++p) {
+		char *v = p + strlen(stmt->u.nterm.name);
+
+		while (*v == ' ' || *v == '\t')
+			++v;
+		if (*v != '=')
+			continue;
+		++v;
+		while (*v == ' ' || *v == '\t')
+			++v;
+		size_t k = strcspn(v, ";\n");
+
+		while (k > 0 && (v[k - 1] == ' ' || v[k - 1] == '\t'))
+			--k;
+		if (k >= len)
+			k = len - 1;
+		memcpy(out, v, k);
+		out[k] = '\0';
+		return;
+	}
+}
+
+/* The statement's one term as written: its sign, if any, and its text
+ * (quoted text without the quotes). */
+static char *raw_value(const struct config_node *stmt)
+{
+	const struct config_node *term = glist_first_entry(&stmt->u.nterm.sub_nodes, struct config_node, node);
+	const char *op = term->u.term.op_code ? term->u.term.op_code : "";
+	const char *val = term->u.term.varvalue ? term->u.term.varvalue : "";
+	const size_t len = strlen(op) + strlen(val) + 1;
+	char *out = gsh_malloc(len);
+
+	snprintf(out, len, "%s%s", op, val);
+	return out;
+}
+
+bool dcache_conf_read(void *block, const char *const names[], size_t count,
+		      char *values[], char *why, size_t why_len)
+{
+	struct config_node *blk = block;
+	struct glist_head *ns;
+	char at[300], first_at[300], shown[160], shown2[160], dropped[160];
+
+	for (size_t i = 0; i < count; ++i)
+		values[i] = NULL;
+	if (blk == NULL || blk->type != TYPE_BLOCK)
+		return true;
+	glist_for_each(ns, &blk->u.nterm.sub_nodes) {
+		struct config_node *n = glist_entry(ns, struct config_node, node);
+		const int i = setting_index(n->u.nterm.name, names, count);
+		size_t terms;
+
+		if (i < 0)
+			continue;
+		where(n, at, sizeof(at));
+		if (n->type == TYPE_BLOCK) {
+			snprintf(why, why_len,
+				 "%s { ... } (%s) is a block; a setting takes one value: %s = VALUE; (allowed: %s)",
+				 names[i], at, names[i], dcache_settings_allowed(names[i]));
+			return false;
+		}
+		terms = glist_length(&n->u.nterm.sub_nodes);
+		if (terms == 0) {
+			text_on_line(n, dropped, sizeof(dropped));
+			dcache_settings_quote(dropped, shown, sizeof(shown));
+			snprintf(why, why_len,
+				 "%s = %s (%s) has no value Ganesha's parser could read (see its syntax error above: a unit such as 64k, an exponent such as 1e3, a missing ';' or nothing before ';' is not a value); allowed: %s",
+				 names[i], dropped[0] != '\0' ? shown : "(nothing)", at,
+				 dcache_settings_allowed(names[i]));
+			return false;
+		}
+		if (terms > 1) {
+			snprintf(why, why_len, "%s (%s) is given %zu values; it takes one (allowed: %s)",
+				 names[i], at, terms, dcache_settings_allowed(names[i]));
+			return false;
+		}
+		if (values[i] != NULL) {
+			char *again = raw_value(n);
+			struct glist_head *ps;
+
+			first_at[0] = '\0';
+			glist_for_each(ps, &blk->u.nterm.sub_nodes) {
+				const struct config_node *p = glist_entry(ps, struct config_node, node);
+
+				if (p == n)
+					break;
+				if (strcasecmp(p->u.nterm.name, names[i]) == 0 && first_at[0] == '\0')
+					where(p, first_at, sizeof(first_at));
+			}
+			dcache_settings_quote(values[i], shown, sizeof(shown));
+			dcache_settings_quote(again, shown2, sizeof(shown2));
+			snprintf(why, why_len, "%s is set more than once (%s at %s, then %s at %s); set it once",
+				 names[i], shown, first_at, shown2, at);
+			gsh_free(again);
+			return false;
+		}
+		values[i] = raw_value(n);
+	}
+	return true;
+}
+
+/* A DCACHE setting among the statements of blk: true, with why[]. */
+static bool stray_in(const struct config_node *blk, const char *what, const char *const names[],
+		     size_t count, char *why, size_t why_len)
+{
+	struct glist_head *ns;
+	char at[300];
+
+	glist_for_each(ns, &blk->u.nterm.sub_nodes) {
+		const struct config_node *n = glist_entry(ns, struct config_node, node);
+		const int i = setting_index(n->u.nterm.name, names, count);
+
+		if (n->type == TYPE_TERM || i < 0)
+			continue;
+		snprintf(why, why_len,
+			 "%s (%s) is in %s; DCACHE settings belong in the export's FSAL { Name = DCACHE; ... } block",
+			 names[i], where(n, at, sizeof(at)), what);
+		return true;
+	}
+	return false;
+}
+
+bool dcache_conf_misplaced(void *block, const char *const names[], size_t count, char *why,
+			   size_t why_len)
+{
+	struct config_node *blk = block, *exp, *root;
+	struct glist_head *ns;
+
+	if (blk == NULL || blk->type != TYPE_BLOCK)
+		return false;
+	/* the nested FSAL block (the sub-FSAL's own) */
+	glist_for_each(ns, &blk->u.nterm.sub_nodes) {
+		const struct config_node *n = glist_entry(ns, struct config_node, node);
+
+		if (n->type == TYPE_BLOCK && strcasecmp(n->u.nterm.name, "FSAL") == 0 &&
+		    stray_in(n, "the nested FSAL block (the sub-FSAL's own)", names, count, why, why_len))
+			return true;
+	}
+	/* the EXPORT block around it */
+	exp = blk->u.nterm.parent;
+	if (exp != NULL && exp->type == TYPE_BLOCK && stray_in(exp, "the EXPORT block", names, count, why, why_len))
+		return true;
+	/* EXPORT_DEFAULTS, and its FSAL blocks */
+	for (root = exp; root != NULL && root->type != TYPE_ROOT; root = root->u.nterm.parent)
+		;
+	if (root == NULL)
+		return false;
+	glist_for_each(ns, &root->u.nterm.sub_nodes) {
+		const struct config_node *d = glist_entry(ns, struct config_node, node);
+		struct glist_head *fs;
+
+		if (d->type != TYPE_BLOCK || strcasecmp(d->u.nterm.name, "EXPORT_DEFAULTS") != 0)
+			continue;
+		if (stray_in(d, "the EXPORT_DEFAULTS block", names, count, why, why_len))
+			return true;
+		glist_for_each(fs, &d->u.nterm.sub_nodes) {
+			const struct config_node *f = glist_entry(fs, struct config_node, node);
+
+			if (f->type == TYPE_BLOCK && stray_in(f, "a block of EXPORT_DEFAULTS", names, count, why, why_len))
+				return true;
+		}
+	}
+	return false;
+}
