@@ -77,15 +77,20 @@ dcache_handle_of(struct fsal_obj_handle *obj)
 }
 
 /*
- * At shutdown Ganesha's destroyer walks every loaded FSAL and releases its
- * handles and exports itself, then unloads it, in the order the modules
- * were loaded: VFS's handles and exports may already be freed, and VFS
- * unloaded, when ours are released.  So while the server stops, ours
- * leave the sub-FSAL's objects to the destroyer.
+ * Whether releasing one of our objects may release the sub-FSAL's object
+ * under it.  A stopping server first removes every export inside an op
+ * context (remove_all_exports): VFS is whole then, and ours release theirs
+ * - the VFS export and the reference on the VFS module our FSAL block took
+ * - so that no reference is left hanging ("Extra references ... to FSAL
+ * VFS").  Then Ganesha's destroyer walks every loaded FSAL, outside any op
+ * context, releasing what is left of its handles and exports and unloading
+ * it, in load order: VFS's objects may be freed, and VFS unloaded, by the
+ * time ours are released there, so those leave the sub-FSAL's objects to
+ * the destroyer.
  */
-static inline bool dcache_server_stopping(void)
+static inline bool dcache_may_release_sub(void)
 {
-	return admin_shutdown;
+	return !admin_shutdown || op_ctx != NULL;
 }
 
 /* op_ctx->fsal_export is ours when Ganesha calls our ops. */

@@ -203,7 +203,7 @@ static void dcache_export_release(struct fsal_export *exp_hdl)
 {
 	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
 
-	if (!dcache_server_stopping())
+	if (dcache_may_release_sub())
 		release_sub_export(exp->export.sub_export);
 	fsal_detach_export(exp_hdl->fsal, &exp_hdl->exports);
 	free_export_ops(exp_hdl);

@@ -55,7 +55,7 @@ static void dcache_release(struct fsal_obj_handle *obj)
 {
 	struct dcache_obj_handle *h = dcache_handle_of(obj);
 
-	if (!dcache_server_stopping()) {
+	if (dcache_may_release_sub()) {
 		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
 
 		h->sub_handle->obj_ops->release(h->sub_handle);

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# e2e_shutdown_log: a clean shutdown of a server with DCACHE exports logs no
+# CRIT or MAJ line that the same shutdown of a VFS-only server does not.
+#
+#   shutdown_log_test.sh        (runs three servers through with_server.sh)
+#
+# 1. VFS only: I/O on /vfs, SIGTERM: its shutdown lines are the baseline.
+# 2. VFS and four DCACHE exports (cache modes, io_uring and sync): I/O on
+#    each, SIGTERM: no CRIT/MAJ line beyond the baseline (every reference
+#    DCACHE took on the VFS module and its exports is put back).
+# 3. As 2 with a GetFSALStats over DBus first: the one extra line allowed is
+#    Ganesha 4.3's own "Extra references (1) hanging around to FSAL DCACHE"
+#    (its GetFSALStats looks the module up and never puts it back).
+set -euo pipefail
+prog=${0##*/}
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ "${1:-}" = --inside ]; then
+  # inside the harness: I/O on each export, maybe stats, then stop the server
+  shift
+  stats=$1; shift
+  head -c 300007 /dev/urandom >"$DCACHE_STATE/data"
+  for e in "$@"; do
+    nfs-cp "$DCACHE_STATE/data" "nfs://$DCACHE_SERVER/$e/f?version=3" >/dev/null
+    nfs-cat "nfs://$DCACHE_SERVER/$e/f?version=4" | cmp -s - "$DCACHE_STATE/data"
+  done
+  if [ "$stats" = 1 ]; then
+    dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
+      org.ganesha.nfsd.exportstats.GetFSALStats string:DCACHE >/dev/null
+  fi
+  kill -TERM "$DCACHE_PID"
+  # it is the harness's child: once it exits it is a zombie until reaped
+  running() { [ -e "/proc/$DCACHE_PID" ] && [ "$(ps -o stat= -p "$DCACHE_PID" | cut -c1)" != Z ]; }
+  for ((i = 0; i < 300; i++)); do running || break; sleep 0.1; done
+  ! running || { echo "$prog: ganesha.nfsd did not stop" >&2; exit 1; }
+  # the shutdown's CRIT and MAJ messages, without time, pid and thread
+  sed -n '/Removing all exports/,$p' "$DCACHE_LOG" | { grep -E ':(CRIT|MAJ) :' || true; } |
+    sed -E 's/^.*:(CRIT|MAJ) :/\1 /' | sort -u >"$DCACHE_STATE/shutdown.txt"
+  exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dcache-shutdown.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cat >"$work/vfs.conf" <<'EOF'
+EXPORT {
+  Export_Id = 1; Path = "@MNT@/vfs"; Pseudo = /vfs;
+  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys;
+  FSAL { Name = VFS; }
+}
+EOF
+cp "$work/vfs.conf" "$work/dcache.conf"
+i=40
+for m in 'IO_Cache_Read = buffered; IO_Cache_Write = buffered;' 'IO_Cache_Read = dontcache; IO_Cache_Write = dontcache;' \
+         'IO_Cache_Read = direct; IO_Cache_Write = direct;' 'IO_Cache_Read = direct; IO_Cache_Write = direct; IO_Backend = sync;'; do
+  cat >>"$work/dcache.conf" <<EOF
+EXPORT {
+  Export_Id = $i; Path = "@MNT@/d$i"; Pseudo = /d$i;
+  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys;
+  FSAL { Name = DCACHE; $m FSAL { Name = VFS; } }
+}
+EOF
+  i=$((i + 1))
+done
+
+run() {  # exports-file stats exports... -> prints the shutdown's CRIT/MAJ lines
+  local conf=$1 stats=$2 out
+  shift 2
+  out=$(DCACHE_E2E_SERVER_STOPS=1 DCACHE_E2E_KEEP=1 "$here/with_server.sh" --no-default-exports --exports "$conf" -- \
+    "$here/$prog" --inside "$stats" "$@" 2>&1) || { echo "$out" >&2; return 1; }
+  local state
+  state=$(sed -n 's/^with_server.sh: kept state dir //p' <<<"$out")
+  [ -f "$state/shutdown.txt" ] || { echo "$out" >&2; return 1; }
+  cat "$state/shutdown.txt"
+  rm -rf --one-file-system "$state"
+}
+status=0
+vfs_lines=$(run "$work/vfs.conf" 0 vfs)
+echo "VFS-only shutdown, CRIT/MAJ lines: ${vfs_lines:-(none)}"
+dcache_lines=$(run "$work/dcache.conf" 0 vfs d40 d41 d42 d43)
+extra=$(comm -13 <(printf '%s\n' "$vfs_lines" | sort -u) <(printf '%s\n' "$dcache_lines" | sort -u) | sed '/^$/d')
+if [ -n "$extra" ]; then
+  echo "FAIL: the DCACHE server's shutdown logged what the VFS-only one does not:" >&2
+  printf '  %s\n' "$extra" >&2
+  status=1
+else
+  echo "ok: DCACHE server (4 DCACHE exports, I/O on each): shutdown logs nothing the VFS-only one does not"
+fi
+stats_lines=$(run "$work/dcache.conf" 1 vfs d40 d41 d42 d43)
+extra=$(comm -13 <(printf '%s\n' "$vfs_lines" | sort -u) <(printf '%s\n' "$stats_lines" | sort -u) | sed '/^$/d' |
+  grep -v -x 'CRIT Extra references (1) hanging around to FSAL DCACHE' || true)
+if [ -n "$extra" ]; then
+  echo "FAIL: after GetFSALStats the shutdown logged more than Ganesha's own known line:" >&2
+  printf '  %s\n' "$extra" >&2
+  status=1
+else
+  echo "ok: after GetFSALStats, only Ganesha 4.3's known line: $(grep -c 'FSAL DCACHE' <<<"$stats_lines" || true) of it"
+fi
+exit $status
