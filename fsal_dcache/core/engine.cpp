@@ -46,6 +46,7 @@ enum log_once_bit : std::uint32_t {
 	log_no_personality = 1u << 9,
 	log_direct_eio = 1u << 10,
 	log_writeback_error = 1u << 11,
+	log_direct_nospace = 1u << 12,
 };
 
 __attribute__((format(printf, 2, 3))) void log_msg(dcache_log_level level, const char *fmt, ...) noexcept
@@ -537,17 +538,27 @@ void inflight_done(dcache_export &e) noexcept
 		e.inflight_cv.notify_all();
 }
 
+// Out of room for an O_DIRECT write: no space, quota, or the file-size
+// limit.  The direct write fails whole, where a buffered one writes what
+// fits (and VFS answers what fits, then NOSPC).
+bool no_room(int err) noexcept
+{
+	return err == ENOSPC || err == EDQUOT || err == EFBIG;
+}
+
 // A direct READ or WRITE segment the kernel refused: counted, logged once
 // per export and reason; the caller reissues it through the page cache.
 void note_direct_refused(const ctx &c, int err, const char *what, std::uint64_t off, std::uint64_t len) noexcept
 {
-	const bool eio = err == EIO;
-	c.add(eio ? stat::fallback_direct_eio : stat::fallback_direct_einval);
-	if (first_time(c.e, eio ? log_direct_eio : log_direct_einval))
+	const bool eio = err == EIO, room = no_room(err);
+	c.add(eio ? stat::fallback_direct_eio : room ? stat::fallback_direct_nospace : stat::fallback_direct_einval);
+	if (first_time(c.e, eio ? log_direct_eio : room ? log_direct_nospace : log_direct_einval))
 		log_msg(DCACHE_LOG_WARN, "dcache %s: direct %s failed (%s) at offset %llu length %llu: reissued through the page cache%s",
-			c.e.name, what, eio ? "EIO" : "EINVAL", static_cast<unsigned long long>(off),
+			c.e.name, what, strerrorname_np(err), static_cast<unsigned long long>(off),
 			static_cast<unsigned long long>(len),
-			eio ? " (a failing device reports again at the sync or COMMIT)" : "");
+			eio    ? " (a failing device reports again at the sync or COMMIT)"
+			: room ? ", which writes what fits; the WRITE that cannot make progress gets the error"
+			       : "");
 }
 
 class async_op final : public io::completion {
@@ -927,13 +938,17 @@ void async_op::on_write_result(io::result r)
 			_issued_rwf = -1; // retry this step without the flag
 			return;
 		}
-		if (r.error == EINVAL || r.error == EIO) {
+		if (r.error == EINVAL || r.error == EIO || no_room(r.error)) {
 			// EINVAL: alignment the probe promised but the filesystem
 			// refused.  EIO: the kernel found cached state in the way
 			// ("Direct I/O collision with buffered writes") - or the
 			// device failed, which the page cache's write-back reports
-			// again, at the sync or the client's COMMIT.  Either way
-			// this segment goes the non-direct way rather than fail.
+			// again, at the sync or the client's COMMIT.  ENOSPC,
+			// EDQUOT, EFBIG: the direct write fails whole; through the
+			// page cache what fits is written (a short write), and the
+			// WRITE after it, which cannot make progress, is answered
+			// with the error - what VFS answers.  Either way this
+			// segment goes the non-direct way rather than fail.
 			if (!fence_as_buffered(st)) {
 				// Another WRITE of these pages is in flight direct:
 				// going buffered now is the collision the fence is for.

@@ -26,7 +26,7 @@ namespace dcache::core {
 	X(syncs_fsync) X(syncs_fdatasync) X(writes_reply_stable) X(writes_raised_stable)  \
 	X(commits) X(fadvise_calls) X(fadvise_errors)                                     \
 	X(fallback_no_dontcache) X(fallback_no_odirect) X(fallback_direct_einval)         \
-	X(fallback_direct_eio) X(short_transfers) X(errors)                               \
+	X(fallback_direct_eio) X(fallback_direct_nospace) X(short_transfers) X(errors)    \
 	X(boundary_held) X(boundary_completed) X(boundary_released_by_age)                \
 	X(boundary_released_by_ceiling) X(boundary_released_at_close)                     \
 	X(boundary_released_by_truncate) X(boundary_kept_at_commit)                       \

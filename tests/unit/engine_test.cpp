@@ -355,6 +355,41 @@ TEST_F(engine, eio_on_direct_middle_reissues_it_through_the_page_cache)
 	EXPECT_EQ(log_lines_with("direct write failed (EIO)"), 1u);
 }
 
+// Out of room (ENOSPC, EDQUOT, EFBIG), an O_DIRECT write fails whole where a
+// buffered one writes what fits: the middle is reissued through the page
+// cache, whose short write is the reply; the WRITE that then cannot make
+// progress gets the error, as from VFS.
+class no_room : public engine, public ::testing::WithParamInterface<int> {};
+
+TEST_P(no_room, direct_middle_reissued_through_the_page_cache_writes_what_fits)
+{
+	const int err = GetParam();
+	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
+	payload p(20000, 0);
+	fb.fail_call(2, err);      // call 0 head, call 1 its write-back, call 2 middle
+	fb.short_call(3, 5000);    // the reissue: only 5000 bytes fit
+	const auto r = write(1000, p, true);
+	EXPECT_EQ(r.error, 0);
+	EXPECT_EQ(r.bytes, 3096u + 5000u) << "head + what fitted";
+	const auto w = calls_of(op_kind::write);
+	ASSERT_EQ(w.size(), 3u) << "head, middle, its reissue; no tail after a short write";
+	EXPECT_TRUE(w[1].direct);
+	EXPECT_FALSE(w[2].direct);
+	EXPECT_EQ(w[2].offset, w[1].offset);
+	EXPECT_EQ(stat_of(exp, "fallback_direct_nospace"), 1u);
+	EXPECT_EQ(log_lines_with(std::string("direct write failed (") + strerrorname_np(err) + ")"), 1u);
+
+	// The client's next WRITE, of the rest: nothing fits any more.
+	fb.clear_calls();
+	fb.fail_when([](const dcache::io::request &q, std::size_t) { return q.op == op_kind::write; }, err);
+	payload rest(20000 - r.bytes, 0);
+	const auto again = write(1000 + r.bytes, rest, true);
+	EXPECT_EQ(again.error, err) << "no progress: the error, not a 0-byte success";
+	EXPECT_EQ(again.bytes, 0u);
+	EXPECT_FALSE(again.stable);
+}
+INSTANTIATE_TEST_SUITE_P(engine, no_room, ::testing::Values(ENOSPC, EDQUOT, EFBIG));
+
 TEST_F(engine, eio_again_on_the_reissued_middle_reports_the_head_as_a_short_write)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
