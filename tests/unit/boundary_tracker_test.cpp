@@ -147,6 +147,13 @@ protected:
 				++n;
 		return n;
 	}
+	// Holds page 3 and page 35 of the first file (the tail pages of two
+	// WRITEs whose neighbours have not come).
+	void hold_pages_3_and_35()
+	{
+		ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);
+		ASSERT_EQ(write(32 * k_page, 3 * k_page + 100).error, 0);
+	}
 	// Every page ever held is either still held or was released for
 	// exactly one reason.
 	void expect_accounting() const
@@ -324,8 +331,7 @@ TEST_F(boundary, each_held_piece_is_written_back_before_the_write_goes_on)
 // (through the file's own descriptor); pages before it stay held.
 TEST_F(boundary, truncate_releases_the_held_pages_it_crosses)
 {
-	ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);           // page 3
-	ASSERT_EQ(write(32 * k_page, 3 * k_page + 100).error, 0); // page 35
+	hold_pages_3_and_35();
 	ASSERT_EQ(stat_of(exp, "boundary_pages_current"), 2u);
 	const auto drops_of = [&](std::uint64_t page) {
 		const auto d = calls_of(op_kind::fadvise_dontneed);
@@ -438,8 +444,7 @@ TEST_F(boundary, limits_change_live)
 
 TEST_F(boundary, commit_keeps_the_held_pages_of_its_range_and_counts_them)
 {
-	ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);               // page 3
-	ASSERT_EQ(write(32 * k_page, 3 * k_page + 100).error, 0);     // page 35
+	hold_pages_3_and_35();
 	ASSERT_EQ(write(0, 3 * k_page + 100, file2, k_fd2).error, 0); // file 2, page 3
 	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 3u);
 	// Each was written back when it was written: the COMMIT's fsync made

@@ -173,7 +173,9 @@ TEST_F(engine, direct_split_issues_head_middle_tail)
 	EXPECT_EQ(fb.probes(), 1u);
 }
 
-TEST_F(engine, edges_plain_buffered_when_dontcache_off)
+// Plain buffered edges (Direct_Misaligned_Dontcache = false), each written
+// back at once, before the next step (the direct middle) is issued.
+TEST_F(engine, edges_plain_buffered_when_dontcache_off_and_written_back_at_once)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DIRECT;
@@ -186,19 +188,6 @@ TEST_F(engine, edges_plain_buffered_when_dontcache_off)
 	EXPECT_EQ(w[0].rwf, 0);
 	EXPECT_EQ(w[2].rwf, 0);
 	EXPECT_EQ(w[1].rwf, RWF_DONTCACHE);
-}
-
-// Cached edges of a direct-mode WRITE are written back at once, each
-// before the next step (the direct middle) is issued; the buffered and
-// fadvise modes, which issue no O_DIRECT, leave write-back to the kernel.
-TEST_F(engine, cached_edges_are_written_back_at_once_in_direct_modes_only)
-{
-	dcache_settings s = dcache_settings_default();
-	s.io_cache_write = DCACHE_MODE_DIRECT;
-	s.direct_misaligned_dontcache = false;
-	make(s);
-	payload p(20000, 0);
-	ASSERT_EQ(write(1000, p).bytes, 20000u);
 	const auto all = fb.calls();
 	ASSERT_EQ(all.size(), 5u); // head, its write-back, middle, tail, its write-back
 	EXPECT_EQ(all[0].op, op_kind::write);
@@ -211,7 +200,12 @@ TEST_F(engine, cached_edges_are_written_back_at_once_in_direct_modes_only)
 	EXPECT_EQ(all[4].offset, 20480u);
 	EXPECT_EQ(all[4].length, 4096u);
 	EXPECT_EQ(stat_of(exp, "edge_writebacks"), 2u);
+}
 
+// The modes that issue no O_DIRECT leave write-back to the kernel.
+TEST_F(engine, modes_without_direct_writes_never_write_back)
+{
+	payload p(20000, 0);
 	for (const dcache_mode m : {DCACHE_MODE_BUFFERED, DCACHE_MODE_FADVISE, DCACHE_MODE_DONTCACHE}) {
 		modes(DCACHE_MODE_BUFFERED, m);
 		fb.clear_calls();
