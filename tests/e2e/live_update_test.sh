@@ -32,17 +32,9 @@ write_file() {  # name
   nfs-cp "$work/data" "nfs://$DCACHE_SERVER/dcache/$1?version=3" >/dev/null &&
     cmp -s "$work/data" "$DCACHE_MNT/dcache/$1"
 }
-reload() {  # wait for Ganesha to have applied a SIGHUP: its "updated" line
-  local before after i
-  before=$(grep -c "Export 2 updated\|update refused" "$DCACHE_LOG" || true)
-  kill -HUP "$DCACHE_PID"
-  for ((i = 0; i < 100; i++)); do
-    after=$(grep -c "Export 2 updated\|update refused" "$DCACHE_LOG" || true)
-    [ "$after" -gt "$before" ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
+# shellcheck source=sighup.sh
+. "$here/sighup.sh"
+reload() { sighup_and_wait 'Export 2 updated|update refused'; }
 
 head -c 3000000 /dev/urandom >"$work/data"
 

@@ -130,18 +130,11 @@ good_dcache() {
   printf '  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys;\n'
   printf '  FSAL { Name = DCACHE; IO_Cache_Write = direct_file_sync; FSAL { Name = VFS; } }\n}\n'
 }
+# shellcheck source=sighup.sh
+. "$here/sighup.sh"
 reload() {  # $1: the new export 2 (a file); waits for export 2's verdict
-  local before after k
-  before=$(grep -c 'DCACHE: export 2 (' "$log" || true)
-  { cat "$work/head.conf"; vfs_export; cat "$1"; } >"$work/new.conf"
-  cp "$work/new.conf" "$gconf"
-  kill -HUP "$DCACHE_PID"
-  for ((k = 0; k < 100; k++)); do
-    after=$(grep -c 'DCACHE: export 2 (' "$log" || true)
-    [ "$after" -gt "$before" ] && return 0
-    sleep 0.1
-  done
-  return 1
+  { cat "$work/head.conf"; vfs_export; cat "$1"; } >"$gconf"
+  sighup_and_wait 'DCACHE: export 2 \('
 }
 good_dcache >"$work/good.conf"
 reload "$work/good.conf" && grep -q 'DCACHE: export 2 .* updated: .*IO_Cache_Write = direct_file_sync' "$log" &&
