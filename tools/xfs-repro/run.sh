@@ -10,9 +10,10 @@
 # defaults, losetup --direct-io=on, mounted under a private temp dir; then
 # what the kernel logged for that device.  Prints one line per run.
 #
-# --check (the ctest): exits 1 if a written-back run failed or the kernel
-# logged anything for it; 77 (skipped) if the old pattern no longer trips
-# this kernel either (nothing left to show); else 0.  Root only.
+# --check (the ctest): only the written-back runs, RUNS times each (the old
+# pattern shuts XFS down on purpose: that is for a person to run, not CI);
+# exits 1 if one of them failed or the kernel logged anything for it.
+# Root only.
 # shellcheck disable=SC2317  # cleanup runs from the trap
 set -euo pipefail
 check=0
@@ -56,7 +57,7 @@ one() {  # case [--written-back]
 
 old_trips=0 new_trips=0 old_runs=0 new_runs=0
 for c in shutdown collision; do
-  for ((i = 1; i <= runs; i++)); do
+  for ((i = 1; i <= runs && check == 0; i++)); do
     k=$(one "$c")
     old_runs=$((old_runs + 1))
     if [ -n "$k" ]; then
@@ -67,22 +68,21 @@ for c in shutdown collision; do
       echo "$c, as DCACHE used to issue it: nothing logged ($(tail -n 1 "$work/out"))"
     fi
   done
-  k=$(one "$c" --written-back)
-  new_runs=$((new_runs + 1))
-  if [ -n "$k" ] || grep -q ': -1 (' "$work/out"; then
-    new_trips=$((new_trips + 1))
-    echo "$c, cached writes written back at once: FAILED"
-    printf '    %s\n' "$k" "$(cat "$work/out")"
-  else
-    echo "$c, cached writes written back at once: no error, nothing logged"
-  fi
+  for ((i = 1; i <= (check ? runs : 1); i++)); do
+    k=$(one "$c" --written-back)
+    new_runs=$((new_runs + 1))
+    if [ -n "$k" ] || grep -q ': -1 (' "$work/out"; then
+      new_trips=$((new_trips + 1))
+      echo "$c, cached writes written back at once: FAILED"
+      printf '    %s\n' "$k" "$(cat "$work/out")"
+    else
+      echo "$c, cached writes written back at once: no error, nothing logged"
+    fi
+  done
 done
-echo "kernel $(uname -r): old pattern tripped $old_trips of $old_runs runs; written back: $new_trips of $new_runs"
 if [ "$check" = 1 ]; then
-  [ "$new_trips" = 0 ] || exit 1
-  if [ "$old_trips" = 0 ]; then
-    echo "${0##*/}: this kernel no longer fails on the old pattern either: nothing to show (skipped)"
-    exit 77
-  fi
+  echo "kernel $(uname -r): written back: $new_trips of $new_runs runs failed"
+  [ "$new_trips" = 0 ]
+  exit
 fi
-exit 0
+echo "kernel $(uname -r): old pattern tripped $old_trips of $old_runs runs; written back: $new_trips of $new_runs"
