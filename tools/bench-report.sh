@@ -17,6 +17,12 @@
 #   interleave 32 writers (DCACHE_BENCH_INTERLEAVE_WRITERS) writing 47008-byte records into one file so that
 #              every boundary page is shared by two WRITEs (either order),
 #              read back and verified; device reads show RMW of edges
+#   interleave_commit_end   the same records dealt to the writers in stride
+#              (neighbours are different writers), each writer COMMITting
+#              as soon as its own records are written, while others still write
+#   interleave_commit_every stride, each writer COMMITs every 16 records
+#   interleave_slow         stride, COMMIT at each writer's end, one writer
+#              3x slower than the others
 #   mempressure the mix job with ganesha.nfsd in a cgroup v1 memory group
 #              limited to max(SIZE/4, 384 MiB) (skipped with a reason when
 #              /sys/fs/cgroup/memory is absent)
@@ -40,8 +46,9 @@ die() { echo "$prog: $*" >&2; exit 2; }
 # *_sync: the same export with IO_Backend = sync (the others run on the
 # default io_uring backend), placed beside their io_uring twin
 all_variants=(vfs buffered buffered_sync dontcache dontcache_sync fadvise direct direct_sync direct_untracked
-              direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
-all_workloads=(mix randread randwrite reread interleave mempressure)
+              direct_untracked_sync direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
+all_workloads=(mix randread randwrite reread interleave interleave_commit_end interleave_commit_every
+               interleave_slow mempressure)
 
 orig_args=("$@")
 quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" inner=0
@@ -106,6 +113,7 @@ if [ "$inner" = 0 ]; then
       # the boundary-page comparison: tracker off (DONTCACHE edges), and
       # plain cached edges (Direct_Misaligned_Dontcache = false)
       direct_untracked) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Boundary_Tracking = false; FSAL { Name = VFS; } }' ;;
+      direct_untracked_sync) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Boundary_Tracking = false; IO_Backend = sync; FSAL { Name = VFS; } }' ;;
       direct_cached_edges) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Dontcache = false; FSAL { Name = VFS; } }' ;;
       direct_data_sync|direct_file_sync) fsal="FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = $v; FSAL { Name = VFS; } }" ;;
     esac
@@ -120,8 +128,9 @@ EOT
     echo "$v $id" >>"$out/variants.txt"
     id=$((id + 1))
   done
-  # room for every variant's data, the interleave files of every repeat, slack
-  image=$(( (size_b * 3 / 2 + size_b / 8 * repeats) * ${#vlist[@]} + (1 << 30) ))
+  # room for every variant's data, the interleave files (SIZE/8 each, four
+  # workloads) of every repeat, slack
+  image=$(( (size_b * 3 / 2 + size_b * repeats / 2) * ${#vlist[@]} + (1 << 30) ))
   {
     echo "command: $0 ${orig_args[*]}"
     echo "date: $(date -Is)"
@@ -213,6 +222,8 @@ run() {  # workload variant repeat [extra dcache-bench args...]
 run_timeout=$(awk -v r="$runtime" -v s="$size_b" 'BEGIN { printf "%d", 60 + 4 * r + s / 1048576 / 4 }')
 ileave_writers=${DCACHE_BENCH_INTERLEAVE_WRITERS:-32}
 mix_args=(rw=rw rwmixread=60 bs=1M numjobs=16 iodepth=16 size="$per_job" filename=mix verify=1)
+ileave_stride=(rw=interleave numjobs="$ileave_writers" iodepth=2 record=47008 size="$ileave_size" verify=1
+               interleave_order=stride commit_at_end=1)
 for ((r = 1; r <= repeats; r++)); do
   for w in "${wlist[@]}"; do
     for v in "${vlist[@]}"; do
@@ -230,6 +241,9 @@ for ((r = 1; r <= repeats; r++)); do
           run "$w" "$v" "$r" rw=read bs=1M numjobs=$reread_jobs iodepth=8 size="$per_job" filename=mix verify=1 ;;
         interleave) run "$w" "$v" "$r" rw=interleave numjobs="$ileave_writers" iodepth=2 record=47008 size="$ileave_size" \
                     filename="ileave$r" verify=1 --drop-cache "$d" ;;
+        interleave_commit_end) run "$w" "$v" "$r" "${ileave_stride[@]}" filename="ileave_end$r" --drop-cache "$d" ;;
+        interleave_commit_every) run "$w" "$v" "$r" "${ileave_stride[@]}" fsync=16 filename="ileave_every$r" --drop-cache "$d" ;;
+        interleave_slow) run "$w" "$v" "$r" "${ileave_stride[@]}" slow_writer=3 filename="ileave_slow$r" --drop-cache "$d" ;;
         mempressure)
           if [ -z "$memroot" ] || [ ! -w "$memroot/cgroup.procs" ]; then
             [ "$v" != "${vlist[0]}" ] || log "mempressure skipped: no writable cgroup v1 memory controller at /sys/fs/cgroup/memory"

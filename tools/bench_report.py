@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-WORKLOADS = ["mix", "randread", "randwrite", "reread", "interleave", "mempressure"]
+WORKLOADS = ["mix", "randread", "randwrite", "reread", "interleave", "interleave_commit_end",
+             "interleave_commit_every", "interleave_slow", "mempressure"]
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -175,6 +176,22 @@ def main():
                     f(ra["server_cpu_s_per_gib"], "{:.2f}"), f(rb["server_cpu_s_per_gib"], "{:.2f}"),
                     f(ra["threads_d_mean"]), f(rb["threads_d_mean"]),
                     f(ra["server_threads_file_io_mean"]), f(rb["server_threads_file_io_mean"])))
+    # boundary pages: the interleaved-record workloads, with the tracker's
+    # own account of where each held page went
+    ileave = [r for r in rows if r["workload"].startswith("interleave")]
+    if ileave:
+        lines += ["", "Boundary pages (interleaved misaligned records; the tracker's counters, medians over repeats):", "",
+                  "| workload | variant | dev reads/WRITE | WRITEs | held | completed | released by age / ceiling / close / truncate | kept at COMMIT | edge write-backs | COMMITs sent | cache final MiB | verify errors |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in ileave:
+            p = r["plugin"]
+            g = lambda k: f(p.get(k, 0), "{:.0f}")
+            lines.append("| {} | {} | {} | {} | {} | {} | {} / {} / {} / {} | {} | {} | {} | {} | {} |".format(
+                r["workload"], r["variant"], f(r["dev_reads_per_write"], "{:.4f}"), g("writes"),
+                g("boundary_held"), g("boundary_completed"), g("boundary_released_by_age"),
+                g("boundary_released_by_ceiling"), g("boundary_released_at_close"),
+                g("boundary_released_by_truncate"), g("boundary_kept_at_commit"), g("edge_writebacks"),
+                f(r["commits_sent"], "{:.0f}"), f(r["cache_final_mib"], "{:.1f}"), r["verify_errors"]))
     for k, why in skipped.items():
         lines.append(f"\n{k}: skipped: {why}")
     for fl in failures:

@@ -108,6 +108,11 @@ struct conn {
   bool stopped = false;       // no more new operations
   bool commit_inflight = false;
   bool draining = false;      // waiting for in-flight WRITEs before an fsync COMMIT
+  // interleave, stride order: this job's records, the next to write
+  std::vector<std::uint64_t> own;
+  std::size_t own_next = 0;
+  // slow_writer: no new operation before this time
+  clock_type::time_point not_before{};
   std::vector<std::unique_ptr<op_slot>> free_slots;
   ~conn() {
     if (fh) nfs_close(nfs, fh);
@@ -154,8 +159,14 @@ struct engine {
     const auto now = clock_type::now();
     if (spec.time_based ? now >= deadline : false) return false;
     if (spec.rw == rw_mode::interleave) {
-      if (order_next >= order.size()) return false;
-      const auto r = order[order_next++];
+      std::uint64_t r = 0;
+      if (spec.order == job_spec::record_order::stride) {
+        if (c.own_next >= c.own.size()) return false;
+        r = c.own[c.own_next++];
+      } else {
+        if (order_next >= order.size()) return false;
+        r = order[order_next++];
+      }
       is_read = false;
       off = r * spec.record;
       len = spec.record;
@@ -182,14 +193,26 @@ struct engine {
 
   void pump(conn& c) {
     while (!fatal && !c.stopped && !c.draining && c.inflight < spec.iodepth) {
+      if (c.not_before > clock_type::now()) break;  // paced: run_loop pumps again
       bool is_read = false;
       std::uint64_t off = 0, len = 0;
-      if (!next_op(c, is_read, off, len)) { c.stopped = true; break; }
+      if (!next_op(c, is_read, off, len)) {
+        c.stopped = true;
+        if (spec.commit_at_end) {
+          // this job is done while others may still write: its COMMIT now
+          c.draining = true;
+          maybe_fsync(c);
+        }
+        break;
+      }
       if (!is_read && spec.fsync && c.writes_since_fsync >= spec.fsync) {
         // fsync semantics: wait for this job's WRITEs, then COMMIT if needed
         c.draining = true;
         c.cursor -= is_random(spec.rw) || spec.rw == rw_mode::interleave ? 0 : len;
-        if (spec.rw == rw_mode::interleave) --order_next;
+        if (spec.rw == rw_mode::interleave) {
+          if (spec.order == job_spec::record_order::stride) --c.own_next;
+          else --order_next;
+        }
         maybe_fsync(c);
         break;
       }
@@ -250,6 +273,12 @@ struct engine {
     if (!op->failed) {
       if (op->is_read) { res->read_bytes += op->len; ++res->read_ops; res->read_lat.add(us); }
       else { res->write_bytes += op->len; ++res->write_ops; res->write_lat.add(us); }
+    }
+    if (c.job == 0 && spec.slow_writer > 1 && !op->is_read) {
+      // the slow writer: after each WRITE, idle (factor - 1) times as long
+      // as it took, so it runs `factor` times slower than its neighbours
+      c.not_before = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                              std::chrono::duration<double, std::micro>(us * (spec.slow_writer - 1)));
     }
     --c.inflight;
     c.free_slots.emplace_back(op);
@@ -407,7 +436,13 @@ struct engine {
         fds[i].events = static_cast<short>(nfs_which_events(conns[i]->nfs));
         fds[i].revents = 0;
       }
-      const int n = ::poll(fds.data(), fds.size(), 100);
+      // a paced job wakes the loop when its pause is over
+      int timeout_ms = 100;
+      const auto now0 = clock_type::now();
+      for (const auto& c : conns)
+        if (!c->stopped && c->not_before > now0)
+          timeout_ms = std::min<int>(timeout_ms, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(c->not_before - now0).count()) + 1);
+      const int n = ::poll(fds.data(), fds.size(), timeout_ms);
       if (n < 0 && errno != EINTR) { fail(std::string("poll: ") + std::strerror(errno)); return false; }
       for (std::size_t i = 0; i < conns.size(); ++i) {
         // revents 0 still lets libnfs run its timeouts
@@ -424,6 +459,10 @@ struct engine {
       }
       if (spec.time_based && clock_type::now() >= deadline)
         for (auto& c : conns) c->stopped = true;
+      for (auto& c : conns)
+        if (!c->stopped && !c->draining && c->inflight < spec.iodepth && c->not_before != clock_type::time_point{} &&
+            c->not_before <= clock_type::now())
+          pump(*c);
       const auto now = clock_type::now();
       if (progress && now - last_progress >= std::chrono::seconds(1)) {
         const std::uint64_t bytes = res->read_bytes + res->write_bytes;
@@ -445,6 +484,7 @@ struct engine {
     res = &out;
     for (auto& c : conns) {
       c->stopped = false; c->cursor = 0; c->issued_bytes = 0; c->writes_since_fsync = 0;
+      c->own_next = 0; c->not_before = {};
       c->tracker = commit_tracker{};
       c->rng.seed(spec.seed * 1000003 + c->job);
     }
@@ -476,6 +516,7 @@ engine* engine::self = nullptr;
                "usage: dcache-bench [JOBFILE] [--KEY=VALUE | KEY=VALUE]... [options]\n"
                "  job keys: url nfs_version rw rwmixread bs record numjobs iodepth size io_size\n"
                "            time_based runtime verify seed fsync layout filename name\n"
+               "            interleave_order (shared|stride) commit_at_end slow_writer\n"
                "  options:  --json FILE      write the JSON result there (default stdout)\n"
                "            --progress       live progress line on stderr (default: if a tty)\n"
                "            --sample-dir DIR server-side backing directory to sample (cachestat)\n"
@@ -665,6 +706,9 @@ int main(int argc, char** argv) {
 
   std::string err;
   if (!connect_all(e, err)) { std::fprintf(stderr, "dcache-bench: %s\n", err.c_str()); return 1; }
+  if (s.rw == rw_mode::interleave && s.order == job_spec::record_order::stride)
+    for (auto& c : e.conns)
+      for (std::uint64_t r = c->job; r < record_count(s.size, s.record); r += s.numjobs) c->own.push_back(r);
 
   const std::uint64_t covered = s.rw == rw_mode::interleave ? record_count(s.size, s.record) * s.record : s.size;
   // Layout: files that will be read must exist and hold the pattern
@@ -743,6 +787,8 @@ int main(int argc, char** argv) {
   j.u64("record", s.record); j.u64("numjobs", s.numjobs); j.u64("iodepth", s.iodepth);
   j.u64("size", s.size); j.u64("io_size", io_budget(s)); j.boolean("time_based", s.time_based);
   j.num("runtime", s.runtime); j.boolean("verify", s.verify); j.u64("seed", s.seed); j.u64("fsync", s.fsync);
+  j.str("interleave_order", s.order == job_spec::record_order::stride ? "stride" : "shared");
+  j.boolean("commit_at_end", s.commit_at_end); j.num("slow_writer", s.slow_writer);
   j.close();
   const double secs = main_res.elapsed_s;
   j.num("elapsed_s", secs);

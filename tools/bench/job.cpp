@@ -179,6 +179,22 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
   if (key == "seed" || key == "randseed") return uint_of(s.seed, 0, UINT64_MAX);
   if (key == "fsync") return uint_of(s.fsync, 0, UINT64_MAX);
   if (key == "layout") return bool_of(s.layout);
+  if (key == "interleave_order") {
+    const std::string v = lower(value);
+    if (v == "shared") s.order = job_spec::record_order::shared;
+    else if (v == "stride") s.order = job_spec::record_order::stride;
+    else return bad(key, value, "shared or stride");
+    return std::nullopt;
+  }
+  if (key == "commit_at_end") return bool_of(s.commit_at_end);
+  if (key == "slow_writer") {
+    double v = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 1) || v > 100)
+      return bad(key, value, "a factor in 1..100");
+    s.slow_writer = v;
+    return std::nullopt;
+  }
   if (key == "filename") {
     if (value.empty() || value.find('/') != std::string_view::npos) return bad(key, value, "a file name without '/'");
     s.filename = value;

@@ -39,6 +39,13 @@ struct job_spec {
   bool verify = false;              // check every READ, read back after writes
   std::uint64_t seed = 0x5eed;      // pattern seed (content depends on seed and offset)
   std::uint64_t fsync = 0;          // COMMIT (if needed) every N WRITEs; 0 = at close only
+  // interleave: how the records reach the writers.  shared: one issue
+  // order every writer pulls from (they finish together); stride: writer
+  // j writes records j, j+numjobs, ... in order (neighbours in the file
+  // are different writers, which finish at their own pace).
+  enum class record_order { shared, stride } order = record_order::shared;
+  bool commit_at_end = false;       // each job COMMITs (if needed) as soon as its own WRITEs are done
+  double slow_writer = 1;           // job 0 runs this many times slower (paced after each WRITE)
   bool layout = true;               // create and fill files that are read but do not exist
   std::string filename;             // base name; default = name
 };

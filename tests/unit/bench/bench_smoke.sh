@@ -17,11 +17,12 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 variants = r["variants"]
 want = ["vfs", "buffered", "buffered_sync", "dontcache", "dontcache_sync", "fadvise", "direct",
-        "direct_sync", "direct_untracked", "direct_cached_edges", "direct_mem_buffered",
-        "direct_data_sync", "direct_file_sync"]
+        "direct_sync", "direct_untracked", "direct_untracked_sync", "direct_cached_edges",
+        "direct_mem_buffered", "direct_data_sync", "direct_file_sync"]
 assert variants == want, f"variants {variants} != {want}"
 bad = []
-for w in ["mix", "randread", "randwrite", "reread", "interleave", "mempressure"]:
+interleaves = ["interleave", "interleave_commit_end", "interleave_commit_every", "interleave_slow"]
+for w in ["mix", "randread", "randwrite", "reread", *interleaves, "mempressure"]:
     if w in r["skipped"]:
         print(f"bench_smoke: {w} skipped: {r['skipped'][w]}")
         continue
@@ -43,6 +44,19 @@ for w in ["mix", "randread", "randwrite", "reread", "interleave", "mempressure"]
         row = next((x for x in r["rows"] if x["workload"] == w and x["variant"] == v), None)
         if row is not None and row.get("io_uring_over_sync") is None:
             bad.append(f"{w}/{v}: no io_uring/sync ratio")
+# boundary pages: the tracker must keep the shared pages whatever the
+# COMMIT pattern and backend, against the untracked control of the same run
+# (~1 device read per WRITE); the bound leaves room for a stray read in
+# this tiny file
+for w in interleaves:
+    for v, most, least in [("direct", 0.05, None), ("direct_sync", 0.05, None),
+                           ("direct_untracked", None, 0.5), ("direct_untracked_sync", None, 0.5)]:
+        row = next((x for x in r["rows"] if x["workload"] == w and x["variant"] == v), None)
+        per = row and row["dev_reads_per_write"]
+        if per is None:
+            bad.append(f"{w}/{v}: no device reads per WRITE")
+        elif (most is not None and per > most) or (least is not None and per < least):
+            bad.append(f"{w}/{v}: {per:.3f} device reads per WRITE")
 for f in r["failures"]:
     bad.append(f)
 if bad:
