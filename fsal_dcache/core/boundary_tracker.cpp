@@ -5,22 +5,6 @@
 
 namespace dcache::core {
 
-namespace {
-constinit std::atomic<const sync_point_hook *> g_sync_hook{nullptr};
-} // namespace
-
-void set_sync_point_hook(const sync_point_hook *hook) noexcept
-{
-	g_sync_hook.store(hook, std::memory_order_release);
-}
-
-void sync_point(const char *name) noexcept
-{
-	const sync_point_hook *h = g_sync_hook.load(std::memory_order_acquire);
-	if (h != nullptr && h->fn != nullptr)
-		h->fn(name, h->arg);
-}
-
 void boundary_tracker::set_limits(std::uint32_t max_pages, std::uint32_t max_age_ms) noexcept
 {
 	_max_pages.store(std::max<std::uint32_t>(max_pages, 1), std::memory_order_relaxed);
@@ -145,8 +129,8 @@ void boundary_tracker::complete(boundary_file &f, std::uint64_t page, std::uint3
 	boundary_file::entry &e = it->second;
 	if (e.writers > 0)
 		--e.writers;
-	lo = std::min(lo, k_boundary_page);
-	const std::uint32_t hi = std::min(k_boundary_page, lo + std::min(written, k_boundary_page));
+	lo = std::min(lo, k_page_size);
+	const std::uint32_t hi = std::min(k_page_size, lo + std::min(written, k_page_size));
 	if (hi > lo) {
 		// Merge [lo, hi) into the sorted, disjoint spans.
 		std::vector<boundary_file::span> merged;
@@ -175,7 +159,7 @@ void boundary_tracker::complete(boundary_file &f, std::uint64_t page, std::uint3
 	}
 	if (e.writers != 0)
 		return; // the last writer in flight decides
-	if (e.covered_bytes == k_boundary_page) {
+	if (e.covered_bytes == k_page_size) {
 		take(f, it, reason::completed, out);
 	} else if (e.covered_bytes == 0) {
 		// Every write into it failed: nothing of ours is cached there.

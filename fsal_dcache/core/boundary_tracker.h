@@ -48,7 +48,10 @@
 // depends on it.
 #pragma once
 
+#include "page.h"
 #include "stats.h"
+#include "sync_point.h"
+#include "thread_annotations.h"
 
 #include <atomic>
 #include <chrono>
@@ -61,73 +64,7 @@
 
 struct dcache_file;
 
-// Clang thread-safety annotations (no-ops elsewhere; GCC builds this).
-#if defined(__clang__)
-#define DCACHE_TSA(x) __attribute__((x))
-#else
-#define DCACHE_TSA(x)
-#endif
-#define DCACHE_CAPABILITY(name) DCACHE_TSA(capability(name))
-#define DCACHE_GUARDED_BY(m) DCACHE_TSA(guarded_by(m))
-#define DCACHE_REQUIRES(m) DCACHE_TSA(requires_capability(m))
-#define DCACHE_EXCLUDES(m) DCACHE_TSA(locks_excluded(m))
-#define DCACHE_ACQUIRE() DCACHE_TSA(acquire_capability())
-#define DCACHE_RELEASE() DCACHE_TSA(release_capability())
-#define DCACHE_SCOPED_CAPABILITY DCACHE_TSA(scoped_lockable)
-
 namespace dcache::core {
-
-// ---- named sync points (tests) --------------------------------------------
-//
-// DCACHE_SYNC_POINT("boundary.claim") calls the hook a test installed, with
-// the point's name, so a test can block one thread there while another
-// runs into a race (RocksDB's TEST_SYNC_POINT).  Without a hook the cost is
-// one acquire load of a null pointer; defining DCACHE_NO_SYNC_POINTS
-// compiles the points out altogether.
-//
-// Points: boundary.claim (after the claim, before the edge is written),
-// boundary.complete (edge written, before the tracker hears of it),
-// boundary.release (page taken out of the table, before its write-back
-// and drop), boundary.released (after them).
-struct sync_point_hook {
-	void (*fn)(const char *name, void *arg) = nullptr;
-	void *arg = nullptr;
-};
-// The hook must outlive every thread that may pass a sync point while it is
-// installed; nullptr uninstalls.
-void set_sync_point_hook(const sync_point_hook *hook) noexcept;
-void sync_point(const char *name) noexcept;
-
-#ifdef DCACHE_NO_SYNC_POINTS
-#define DCACHE_SYNC_POINT(name) ((void)0)
-#else
-#define DCACHE_SYNC_POINT(name) ::dcache::core::sync_point(name)
-#endif
-
-// The tracker's page size: the kernel's PAGE_SIZE on x86_64 (the same unit
-// as Direct_Misaligned_Num_Pages).
-inline constexpr std::uint32_t k_boundary_page = 4096;
-
-class DCACHE_CAPABILITY("mutex") tracker_mutex {
-public:
-	void lock() DCACHE_ACQUIRE() { _m.lock(); }
-	void unlock() DCACHE_RELEASE() { _m.unlock(); }
-
-private:
-	std::mutex _m;
-};
-
-class DCACHE_SCOPED_CAPABILITY tracker_lock {
-public:
-	explicit tracker_lock(tracker_mutex &m) DCACHE_TSA(acquire_capability(m)) : _m(m) { _m.lock(); }
-	~tracker_lock() DCACHE_RELEASE() { _m.unlock(); }
-	tracker_lock(const tracker_lock &) = delete;
-	tracker_lock &operator=(const tracker_lock &) = delete;
-	tracker_mutex &mutex() noexcept { return _m; }
-
-private:
-	tracker_mutex &_m;
-};
 
 class boundary_tracker;
 

@@ -345,10 +345,10 @@ void release_boundary(dcache_export &e, boundary_tracker::release_list &list, co
 	for (const auto &r : list) {
 		DCACHE_SYNC_POINT("boundary.release");
 		dcache_file *f = r.file->owner();
-		const std::uint64_t off = r.page * k_boundary_page;
+		const std::uint64_t off = r.page * k_page_size;
 		DTRACE_PROBE3(dcache, boundary_release, off, static_cast<int>(r.why), f == own);
 		if (f == own && own_fd >= 0) {
-			flush_and_drop(e, own_fd, off, k_boundary_page);
+			flush_and_drop(e, own_fd, off, k_page_size);
 		} else {
 			try {
 				fd_ref other;
@@ -357,7 +357,7 @@ void release_boundary(dcache_export &e, boundary_tracker::release_list &list, co
 					other = f->direct ? f->direct : f->buffered;
 				}
 				if (other)
-					flush_and_drop(e, other->fd, off, k_boundary_page);
+					flush_and_drop(e, other->fd, off, k_page_size);
 				else
 					e.stats.add(stat::boundary_release_no_fd);
 			} catch (...) {
@@ -392,7 +392,7 @@ struct edge_piece {
 std::size_t edge_pieces(std::uint64_t w0, std::uint64_t w1, std::uint64_t s, std::uint64_t e,
 			std::array<edge_piece, 3> &out) noexcept
 {
-	constexpr std::uint64_t page = k_boundary_page;
+	constexpr std::uint64_t page = k_page_size;
 	const auto shared = [&](std::uint64_t page_lo, std::uint64_t lo, std::uint64_t hi) {
 		const std::uint64_t wlo = std::max(w0, page_lo), whi = std::min(w1, page_lo + page);
 		const bool partial = wlo > page_lo || whi < page_lo + page;
@@ -834,7 +834,7 @@ bool async_op::next_write(io::request &req)
 			_fallback_drop = false;
 			_claimed = false;
 			if (st.k == step::kind::tracked) {
-				_claimed = _c.e.boundary.claim(_c.f.boundary, st.offset / k_boundary_page,
+				_claimed = _c.e.boundary.claim(_c.f.boundary, st.offset / k_page_size,
 							       boundary_tracker::clock::now(), _releases);
 				if (_claimed) {
 					DCACHE_SYNC_POINT("boundary.claim");
@@ -990,8 +990,8 @@ void async_op::on_write_result(io::result r)
 		break;
 	case step::kind::tracked:
 		DCACHE_SYNC_POINT("boundary.complete");
-		_c.e.boundary.complete(_c.f.boundary, st.offset / k_boundary_page,
-				       static_cast<std::uint32_t>(st.offset % k_boundary_page),
+		_c.e.boundary.complete(_c.f.boundary, st.offset / k_page_size,
+				       static_cast<std::uint32_t>(st.offset % k_page_size),
 				       r.ok() ? static_cast<std::uint32_t>(r.bytes) : 0, _releases);
 		if (r.ok()) {
 			_c.add(stat::buffered_bytes, r.bytes);
@@ -1027,9 +1027,9 @@ void async_op::writeback_after(const step &st, std::size_t bytes) noexcept
 {
 	if (!st.writeback || bytes == 0)
 		return;
-	_wb_lo = st.offset - st.offset % k_boundary_page;
+	_wb_lo = st.offset - st.offset % k_page_size;
 	const std::uint64_t end = st.offset + bytes;
-	_wb_hi = end + (k_boundary_page - end % k_boundary_page) % k_boundary_page;
+	_wb_hi = end + (k_page_size - end % k_page_size) % k_page_size;
 	_wb_pending = true;
 }
 
@@ -1670,7 +1670,7 @@ void dcache_file_truncated(struct dcache_file *file, uint64_t size)
 		// there.  Pages whose writer is still in flight stay; that
 		// writer's completion decides.
 		boundary_tracker::release_list list;
-		file->exp->boundary.take_file(file->boundary, size / k_boundary_page, UINT64_MAX,
+		file->exp->boundary.take_file(file->boundary, size / k_page_size, UINT64_MAX,
 					      boundary_tracker::reason::truncate, list);
 		release_boundary(*file->exp, list, file, -1);
 	} catch (...) {
@@ -1722,10 +1722,10 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 		// here made every neighbour read its page back).  The age limit,
 		// the ceiling, close, truncate and unexport release them.
 		if (file != nullptr) {
-			const std::uint64_t first = offset / k_boundary_page;
+			const std::uint64_t first = offset / k_page_size;
 			const std::uint64_t last = (len == 0 || len > UINT64_MAX - offset)
 							   ? UINT64_MAX
-							   : (offset + len - 1) / k_boundary_page;
+							   : (offset + len - 1) / k_page_size;
 			exp->stats.add(stat::boundary_kept_at_commit, exp->boundary.pages(file->boundary, first, last));
 			boundary_tracker::release_list list;
 			exp->boundary.reap(boundary_tracker::clock::now(), list);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "dcache/core.h"
+#include "page.h"
 #include "dcache_io/request.h"
 
 #include <array>
@@ -14,7 +15,6 @@
 namespace dcache::core {
 
 // The unit of Direct_Misaligned_Num_Pages (the kernel's PAGE_SIZE on x86_64).
-inline constexpr std::uint64_t k_page_size = 4096;
 
 enum class seg_kind : std::uint8_t { direct, dontcache, buffered };
 

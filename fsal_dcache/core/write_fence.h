@@ -20,7 +20,8 @@
 // there is no cycle; a WRITE in flight needs no waiter to finish.
 #pragma once
 
-#include "boundary_tracker.h" // tracker_mutex, tracker_lock, annotations
+#include "page.h"
+#include "thread_annotations.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -40,7 +41,7 @@ public:
 		// Pages of bytes [offset, offset + length), length > 0.
 		[[nodiscard]] static constexpr pages of(std::uint64_t offset, std::uint64_t length, kind k) noexcept
 		{
-			return {offset / k_boundary_page, (offset + length - 1) / k_boundary_page, k};
+			return {offset / k_page_size, (offset + length - 1) / k_page_size, k};
 		}
 		[[nodiscard]] constexpr bool overlaps(const pages &o) const noexcept
 		{
