@@ -22,17 +22,28 @@ packages=(
   libkrb5-dev libdbus-1-dev libblkid-dev libcap-dev uuid-dev libnfsidmap-dev
   libwbclient-dev
   # the plugin's own dependencies
-  liburing-dev xfslibs-dev systemtap-sdt-dev libboost-dev
+  liburing-dev xfslibs-dev systemtap-sdt-dev
   # tests, benchmark and demo
   libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2
-  util-linux procps gnuplot-nox shellcheck python3
+  util-linux procps gnuplot-nox python3
+  # lint: shell scripts, formatting, and clang's lock-annotation check
+  shellcheck clang clang-format
 )
+
+# Installing needs root; once everything is there, setup (and so the unit
+# tests) runs as any user.
+need_root() {
+  [ "$(id -u)" = 0 ] && return 0
+  echo "setup: $1; run ci/setup.sh as root once" >&2
+  exit 1
+}
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
+  need_root "missing packages: ${missing[*]}"
   echo "setup: installing ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -41,26 +52,38 @@ fi
 # --- Ganesha source tree (headers only; never committed) -------------------
 src="$cache/nfs-ganesha-$ganesha_version"
 if [ ! -f "$src/.verified" ]; then
+  # Source packages come from the archives this machine already uses: deb-src
+  # beside each configured deb entry, if there is none yet.
   sources=/etc/apt/sources.list.d/debian.sources
   if [ -f "$sources" ] && ! grep -q '^Types:.*deb-src' "$sources"; then
+    need_root "no deb-src entries in $sources"
     echo "setup: adding deb-src entries to $sources"
     sed -i 's/^Types: deb$/Types: deb deb-src/' "$sources"
     apt-get update -qq
   elif [ ! -f "$sources" ] && ! grep -rqs '^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    echo "deb-src http://deb.debian.org/debian bookworm main" > /etc/apt/sources.list.d/dcache-src.list
+    need_root "no deb-src entries in the apt sources"
+    grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list | sed 's/^deb /deb-src /' \
+      > /etc/apt/sources.list.d/dcache-src.list
+    [ -s /etc/apt/sources.list.d/dcache-src.list ] || { echo "setup: no deb entries to derive deb-src from" >&2; exit 1; }
     apt-get update -qq
   fi
   dl="$cache/download"
   mkdir -p "$dl"
   # apt-get source fails as a whole because the .debian.tar.xz is gone from
   # the archive; the .dsc and .orig.tar.gz arrive and are all we need.
-  (cd "$dl" && apt-get source --download-only "nfs-ganesha=$ganesha_debian_version" >/dev/null 2>&1 || true)
+  (cd "$dl" && apt-get source --download-only "nfs-ganesha=$ganesha_debian_version" >/dev/null 2>&1) || true
   dsc="$dl/nfs-ganesha_$ganesha_debian_version.dsc"
   tarball="$dl/nfs-ganesha_$ganesha_version.orig.tar.gz"
-  [ -f "$dsc" ] && [ -f "$tarball" ] || { echo "setup: could not download nfs-ganesha $ganesha_debian_version source" >&2; exit 1; }
+  if [ ! -f "$dsc" ] || [ ! -f "$tarball" ]; then
+    echo "setup: could not download nfs-ganesha $ganesha_debian_version source" >&2
+    exit 1
+  fi
   want=$(awk '/^Checksums-Sha256:/{s=1;next} /^[^ ]/{s=0} s && $3=="nfs-ganesha_'"$ganesha_version"'.orig.tar.gz"{print $1}' "$dsc")
   have=$(sha256sum "$tarball" | cut -d' ' -f1)
-  [ -n "$want" ] && [ "$want" = "$have" ] || { echo "setup: checksum mismatch for $tarball: .dsc says '$want', file is '$have'" >&2; exit 1; }
+  if [ -z "$want" ] || [ "$want" != "$have" ]; then
+    echo "setup: checksum mismatch for $tarball: .dsc says '$want', file is '$have'" >&2
+    exit 1
+  fi
   rm -rf "$src"
   tar -xzf "$tarball" -C "$cache"
   echo "$have" > "$src/.verified"

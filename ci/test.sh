@@ -1,26 +1,40 @@
 #!/usr/bin/env bash
-# README command (2): set up everything, build, and run every test:
-# unit tests (also under ASan+UBSan and TSan) and the end-to-end tests
-# against a real ganesha.nfsd on a loop XFS filesystem.
-#   ci/test.sh            everything
-#   ci/test.sh -L unit    only tests with that ctest label
+# README command (2): set up everything, build, and run every test: the
+# unit tests (also under ASan+UBSan and TSan), the lint tests, the clang
+# build that checks the lock annotations, and the end-to-end tests against
+# a real ganesha.nfsd on a loop XFS filesystem.
+#   ci/test.sh            everything (as root: loop devices, mounts, namespaces)
+#   ci/test.sh -L unit    only tests with that ctest label; unit and lint
+#                         need no root once ci/setup.sh has run as root
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/ci/setup.sh"
 
-[ "$(id -u)" = 0 ] || { echo "test: the end-to-end tests need root (loop devices, mounts, network namespaces)" >&2; exit 1; }
+# Only the end-to-end tests need root: a label selection without e2e runs
+# as any user.
+labels_without_root=false
+if [ $# -eq 2 ] && [ "$1" = -L ] && [[ "$2" =~ ^(unit|lint)$ ]]; then
+  labels_without_root=true
+fi
+if [ "$(id -u)" != 0 ] && ! $labels_without_root; then
+  echo "test: the end-to-end tests need root (loop devices, mounts, network namespaces); ci/test.sh -L unit runs without" >&2
+  exit 1
+fi
 
-build=$top/build
-"$top/ci/build.sh"
+cd "$top"
+DCACHE_SKIP_SETUP=1 DCACHE_BUILD_DIR="$top/build" "$top/ci/build.sh"
 
 status=0
-# The core's unit tests again under the sanitizers (no Ganesha involved).
-for san in address thread; do
-  dir=$top/build-$san
-  cmake -S "$top" -B "$dir" -DDCACHE_SANITIZE=$san -DDCACHE_BUILD_ADAPTER=OFF >/dev/null
-  cmake --build "$dir" -j"$(nproc)" --target dcache_unit_tests dcache_backend_tests
-  ctest --test-dir "$dir" -R "^(unit|backend)\\." -E "^unit\\.bench\\." --output-on-failure -j2 || status=1
+# The core's unit tests again under the sanitizers (no Ganesha involved),
+# and the clang build whose -Wthread-safety -Werror checks the lock
+# annotations (compile only).
+for preset in asan tsan; do
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j"$(nproc)"
+  ctest --preset "$preset" || status=1
 done
+cmake --preset clang-tsa >/dev/null
+cmake --build --preset clang-tsa -j"$(nproc)" || { echo "test: the clang thread-safety build failed" >&2; status=1; }
 
-ctest --test-dir "$build" --output-on-failure "$@" || status=1
+ctest --test-dir "$top/build" --output-on-failure "$@" || status=1
 exit $status

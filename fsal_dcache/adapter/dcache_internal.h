@@ -114,15 +114,33 @@ static inline struct fsal_export *dcache_enter_sub(struct fsal_export *ours)
 	return saved;
 }
 
-static inline void dcache_leave_sub(struct fsal_export **saved)
+static inline void dcache_leave_scope(struct fsal_export **saved)
 {
 	op_ctx->fsal_export = *saved;
 }
 
 #define DCACHE_SUB_SCOPE(ours)                                               \
 	struct fsal_export *dcache_saved_export_                             \
-		__attribute__((cleanup(dcache_leave_sub), unused)) =         \
+		__attribute__((cleanup(dcache_leave_scope), unused)) =       \
 			dcache_enter_sub(ours)
+
+/*
+ * The way back up: a callback the sub-FSAL calls (op_ctx holding its
+ * export) that calls into the layer above (readdir's) puts our export
+ * back for the rest of the enclosing block, and the sub-FSAL's after.
+ */
+static inline struct fsal_export *dcache_enter_upper(struct fsal_export *ours)
+{
+	struct fsal_export *saved = op_ctx->fsal_export;
+
+	op_ctx->fsal_export = ours;
+	return saved;
+}
+
+#define DCACHE_UPPER_SCOPE(ours)                                             \
+	struct fsal_export *dcache_saved_export_                             \
+		__attribute__((cleanup(dcache_leave_scope), unused)) =       \
+			dcache_enter_upper(ours)
 
 /* export.c */
 void dcache_export_ops_init(struct export_ops *ops);
@@ -153,13 +171,21 @@ void dcache_handle_ops_init(struct fsal_obj_ops *ops);
 fsal_status_t dcache_wrap_handle(struct dcache_fsal_export *exp,
 				 struct fsal_obj_handle *sub_handle,
 				 struct fsal_obj_handle **out);
-bool dcache_is_export_root(const struct dcache_fsal_export *exp,
-			   const struct fsal_obj_handle *sub_handle);
-bool dcache_is_above_export(const struct dcache_fsal_export *exp,
-			    const struct fsal_obj_handle *sub_handle);
-struct fsal_obj_handle *dcache_parent_dir(struct fsal_obj_handle *dir);
-bool dcache_directory_within_export(struct dcache_fsal_export *exp,
-				    struct fsal_obj_handle *dir);
+
+/* escape_guard.c: the export boundary.  dcache_capture_root runs at
+ * creation with op_ctx holding the sub-FSAL's export; the others are our
+ * export and handle ops. */
+fsal_status_t dcache_capture_root(struct dcache_fsal_export *exp);
+fsal_status_t dcache_wire_to_host(struct fsal_export *exp_hdl,
+				  fsal_digesttype_t in_type,
+				  struct gsh_buffdesc *fh_desc, int flags);
+fsal_status_t dcache_create_handle(struct fsal_export *exp_hdl,
+				   struct gsh_buffdesc *fh_desc,
+				   struct fsal_obj_handle **handle,
+				   struct fsal_attrlist *attrs_out);
+fsal_status_t dcache_lookup(struct fsal_obj_handle *parent, const char *name,
+			    struct fsal_obj_handle **handle,
+			    struct fsal_attrlist *attrs_out);
 
 /* stats.c */
 void dcache_stats_init(struct fsal_module *module);

@@ -27,25 +27,9 @@
  * bad value gets the same kind of message: the export, the setting, the
  * value as written and what is allowed.
  */
-/*
- * The settings of the FSAL block, as (name in ganesha.conf, field of
- * struct dcache_settings_text): the one list the config table, the
- * argument struct, its cleanup, the hand-off to the core and the error
- * message are generated from.
- */
-#define DCACHE_SETTINGS(X)                                                  \
-	X("IO_Cache_Read", io_cache_read)                                   \
-	X("IO_Cache_Write", io_cache_write)                                 \
-	X("Direct_Misaligned_Num_Pages", direct_misaligned_num_pages)       \
-	X("Direct_Misaligned_Dontcache", direct_misaligned_dontcache)       \
-	X("Direct_Misaligned_Memory", direct_misaligned_memory)             \
-	X("Boundary_Tracking", boundary_tracking)                           \
-	X("Boundary_Max_Pages", boundary_max_pages)                         \
-	X("Boundary_Max_Age_Ms", boundary_max_age_ms)                       \
-	X("IO_Backend", io_backend)                                         \
-	X("IO_Queue_Depth", io_queue_depth)                                 \
-	X("Cached_Read_Fast_Path", cached_read_fast_path)
-
+/* The settings of the FSAL block: DCACHE_SETTINGS (core.h), the one list
+ * the config table, the argument struct, its cleanup, the hand-off to the
+ * core and the error message are generated from. */
 #define DCACHE_ARG_FIELD(name, member) char *member;
 struct dcache_export_args {
 	struct subfsal_args subfsal;
@@ -171,20 +155,12 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 static void log_settings(const struct dcache_fsal_export *exp, const char *what,
 			 const struct dcache_settings *s)
 {
-	LogEvent(COMPONENT_FSAL,
-		 "DCACHE: export %u (%s) %s: IO_Cache_Read = %s, IO_Cache_Write = %s, Direct_Misaligned_Num_Pages = %u, Direct_Misaligned_Dontcache = %s, Direct_Misaligned_Memory = %s, Boundary_Tracking = %s, Boundary_Max_Pages = %u, Boundary_Max_Age_Ms = %u, IO_Backend = %s (running: %s), IO_Queue_Depth = %u, Cached_Read_Fast_Path = %s",
-		 exp->export_id, exp->path, what,
-		 dcache_mode_name(s->io_cache_read),
-		 dcache_mode_name(s->io_cache_write),
-		 s->direct_misaligned_num_pages,
-		 s->direct_misaligned_dontcache ? "true" : "false",
-		 s->direct_misaligned_memory == DCACHE_MEM_MISALIGNED_BOUNCE ?
-			 "bounce" : "buffered",
-		 s->boundary_tracking ? "true" : "false",
-		 s->boundary_max_pages, s->boundary_max_age_ms,
-		 s->io_backend == DCACHE_IO_BACKEND_SYNC ? "sync" : "io_uring",
-		 dcache_export_backend_name(exp->core), s->io_queue_depth,
-		 s->cached_read_fast_path ? "true" : "false");
+	char line[1024];
+
+	(void)dcache_settings_format(s, line, sizeof(line));
+	LogEvent(COMPONENT_FSAL, "DCACHE: export %u (%s) %s: %s (running: %s)",
+		 exp->export_id, exp->path, what, line,
+		 dcache_export_backend_name(exp->core));
 }
 
 /* ---- export ops --------------------------------------------------------- */
@@ -207,7 +183,7 @@ static void dcache_export_release(struct fsal_export *exp_hdl)
 		release_sub_export(exp->export.sub_export);
 	fsal_detach_export(exp_hdl->fsal, &exp_hdl->exports);
 	free_export_ops(exp_hdl);
-	dcache_export_free(exp->core);
+	dcache_export_put(exp->core);
 	gsh_free(exp->path);
 	gsh_free(exp);
 }
@@ -231,120 +207,6 @@ static fsal_status_t dcache_lookup_path(struct fsal_export *exp_hdl,
 		return status;
 	return dcache_wrap_handle(dcache_export_of(exp_hdl), sub_handle,
 				  handle);
-}
-
-/*
- * Checks a file handle this export did not hand out itself: the object
- * must exist and, for a directory, lie inside the export's tree.  Records
- * it as known when it passes.  op_ctx holds our export.
- */
-static fsal_status_t check_unknown_handle(struct dcache_fsal_export *exp,
-					  const struct gsh_buffdesc *fh_desc)
-{
-	struct fsal_export *sub = exp->export.sub_export;
-	struct fsal_obj_handle *sub_handle = NULL;
-	char copy[NFS4_FHSIZE];
-	struct gsh_buffdesc desc = { copy, fh_desc->len };
-	fsal_status_t status;
-	bool inside;
-
-	if (fh_desc->len > sizeof(copy))
-		return fsalstat(ERR_FSAL_BADHANDLE, EINVAL);
-	memcpy(copy, fh_desc->addr, fh_desc->len);
-	DCACHE_SUB_SCOPE(&exp->export);
-
-	status = sub->exp_ops.create_handle(sub, &desc, &sub_handle, NULL);
-	if (FSAL_IS_ERROR(status))
-		return status;
-	inside = sub_handle->type != DIRECTORY ||
-		 dcache_directory_within_export(exp, sub_handle);
-	if (inside) {
-		struct gsh_buffdesc key;
-
-		sub_handle->obj_ops->handle_to_key(sub_handle, &key);
-		dcache_export_handle_add(exp->core, key.addr, key.len);
-	} else {
-		LogWarn(COMPONENT_FSAL,
-			"DCACHE: export %u (%s): refused a file handle of a directory outside the export (fileid %" PRIu64 ")",
-			exp->export_id, exp->path, sub_handle->fileid);
-	}
-	sub_handle->obj_ops->release(sub_handle);
-	return inside ? status : fsalstat(ERR_FSAL_STALE, ESTALE);
-}
-
-/*
- * wire_to_host sees every file handle a client presents (PUTFH, and each
- * NFSv3 call).  MDCACHE shares its entries among the exports of one FSAL
- * on one filesystem and serves a cached entry without asking the FSAL, so
- * a directory handle of a sibling export, relabelled with this export's
- * id, would otherwise be served here.  Handles this export handed out (or
- * has checked) pass with one lookup in a bounded table; any other is
- * checked once (check_unknown_handle).
- */
-static fsal_status_t dcache_wire_to_host(struct fsal_export *exp_hdl,
-					 fsal_digesttype_t in_type,
-					 struct gsh_buffdesc *fh_desc,
-					 int flags)
-{
-	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
-	struct fsal_export *sub = exp_hdl->sub_export;
-	char key_bytes[NFS4_FHSIZE];
-	struct gsh_buffdesc key;
-	fsal_status_t status;
-
-	{
-		DCACHE_SUB_SCOPE(exp_hdl);
-
-		status = sub->exp_ops.wire_to_host(sub, in_type, fh_desc, flags);
-		if (FSAL_IS_ERROR(status))
-			return status;
-		if (fh_desc->len > sizeof(key_bytes))
-			return fsalstat(ERR_FSAL_BADHANDLE, EINVAL);
-		memcpy(key_bytes, fh_desc->addr, fh_desc->len);
-		key = (struct gsh_buffdesc){ key_bytes, fh_desc->len };
-		status = sub->exp_ops.host_to_key(sub, &key);
-		if (FSAL_IS_ERROR(status))
-			return status;
-	}
-	if (dcache_export_handle_known(exp->core, key.addr, key.len))
-		return status;
-	return check_unknown_handle(exp, fh_desc);
-}
-
-/*
- * create_handle turns a client's file handle into an object when MDCACHE
- * does not hold it.  A file handle names an inode, not a path, so a forged
- * or leaked handle of a directory above the export (or in a sibling export
- * on the same filesystem) would otherwise be served with this export's
- * access rights; such directories are refused as stale.
- */
-static fsal_status_t dcache_create_handle(struct fsal_export *exp_hdl,
-					  struct gsh_buffdesc *fh_desc,
-					  struct fsal_obj_handle **handle,
-					  struct fsal_attrlist *attrs_out)
-{
-	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
-	struct fsal_obj_handle *sub_handle = NULL;
-	fsal_status_t status;
-
-	*handle = NULL;
-	{
-		DCACHE_SUB_SCOPE(exp_hdl);
-
-		status = exp_hdl->sub_export->exp_ops.create_handle(
-			exp_hdl->sub_export, fh_desc, &sub_handle, attrs_out);
-		if (!FSAL_IS_ERROR(status) && sub_handle->type == DIRECTORY &&
-		    !dcache_directory_within_export(exp, sub_handle)) {
-			LogWarn(COMPONENT_FSAL,
-				"DCACHE: export %u (%s): refused a file handle of a directory outside the export (fileid %" PRIu64 ")",
-				exp->export_id, exp->path, sub_handle->fileid);
-			sub_handle->obj_ops->release(sub_handle);
-			return fsalstat(ERR_FSAL_STALE, ESTALE);
-		}
-	}
-	if (FSAL_IS_ERROR(status))
-		return status;
-	return dcache_wrap_handle(exp, sub_handle, handle);
 }
 
 static fsal_status_t dcache_get_fs_dynamic_info(struct fsal_export *exp_hdl,
@@ -446,41 +308,6 @@ void dcache_export_ops_init(struct export_ops *ops)
 
 /* ---- create / update ---------------------------------------------------- */
 
-static struct dcache_object_id id_of(const struct fsal_obj_handle *obj)
-{
-	return (struct dcache_object_id){ .fsid = obj->fsid,
-					  .fileid = obj->fileid };
-}
-
-/*
- * Records the identity of the export root and of every directory above it
- * up to "/" (see dcache_lookup in handle.c).  op_ctx->fsal_export is the
- * sub-FSAL's export here.
- */
-static fsal_status_t capture_root(struct dcache_fsal_export *exp)
-{
-	struct fsal_export *sub = exp->export.sub_export;
-	struct fsal_obj_handle *cur = NULL;
-	fsal_status_t status;
-
-	status = sub->exp_ops.lookup_path(sub, exp->path, &cur, NULL);
-	if (FSAL_IS_ERROR(status))
-		return status;
-	exp->root = id_of(cur);
-	exp->n_ancestors = 0;
-	while (exp->n_ancestors < DCACHE_MAX_ANCESTORS) {
-		struct fsal_obj_handle *parent = dcache_parent_dir(cur);
-
-		if (parent == NULL)
-			break;
-		exp->ancestors[exp->n_ancestors++] = id_of(parent);
-		cur->obj_ops->release(cur);
-		cur = parent;
-	}
-	cur->obj_ops->release(cur);
-	return status;
-}
-
 fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 				   void *parse_node,
 				   struct config_error_type *err_type,
@@ -488,24 +315,22 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 {
 	struct dcache_export_args args;
 	struct dcache_settings settings;
-	struct dcache_fsal_export *exp;
+	struct dcache_fsal_export *exp = NULL; /* freed on error */
+	struct fsal_export *sub = NULL;        /* released on error */
 	struct fsal_module *sub_fsal;
-	fsal_status_t status;
+	fsal_status_t status = fsalstat(ERR_FSAL_INVAL, EINVAL);
 	char name[64];
 
 	if (!parse_settings(parse_node, err_type, &args, &settings,
-			    "export refused")) {
-		free_args(&args);
-		return fsalstat(ERR_FSAL_INVAL, EINVAL);
-	}
+			    "export refused"))
+		goto out;
 	sub_fsal = lookup_fsal(args.subfsal.name);
 	if (sub_fsal == NULL) {
 		LogCrit(COMPONENT_CONFIG,
 			"DCACHE: export %u (%s): cannot stack on FSAL %s: it is not loaded (is libfsal%s.so in Plugins_Dir?); export refused",
 			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name,
 			args.subfsal.name);
-		free_args(&args);
-		return fsalstat(ERR_FSAL_INVAL, EINVAL);
+		goto out;
 	}
 	status = sub_fsal->m_ops.create_export(sub_fsal, args.subfsal.fsal_node,
 					       err_type, up_ops);
@@ -515,39 +340,41 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 			"DCACHE: export %u (%s): FSAL %s refused the export: %s",
 			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name,
 			msg_fsal_err(status.major));
-		free_args(&args);
-		return status;
+		goto out;
 	}
+	sub = op_ctx->fsal_export;
 	/* The data path uses VFS's descriptors (find_fd), so only VFS will do;
 	 * Ganesha matches FSAL names without regard to case. */
 	if (strcasecmp(args.subfsal.name, "VFS") != 0 ||
-	    !dcache_resolve_vfs(op_ctx->fsal_export->fsal)) {
+	    !dcache_resolve_vfs(sub->fsal)) {
 		LogCrit(COMPONENT_CONFIG,
 			"DCACHE: export %u (%s): DCACHE stacks only on FSAL VFS (got %s); export refused",
 			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name);
-		release_sub_export(op_ctx->fsal_export);
-		free_args(&args);
-		return fsalstat(ERR_FSAL_INVAL, EINVAL);
+		status = fsalstat(ERR_FSAL_INVAL, EINVAL);
+		goto out;
 	}
 
 	exp = gsh_calloc(1, sizeof(*exp));
 	exp->export_id = export_id_of_ctx();
 	exp->path = gsh_strdup(export_path_of_ctx());
-	fsal_export_stack(op_ctx->fsal_export, &exp->export);
-	status = capture_root(exp);
+	fsal_export_stack(sub, &exp->export);
+	status = dcache_capture_root(exp);
 	if (FSAL_IS_ERROR(status)) {
 		LogCrit(COMPONENT_CONFIG,
 			"DCACHE: export %u (%s): cannot look up the export root: %s; export refused",
 			exp->export_id, exp->path, msg_fsal_err(status.major));
-		release_sub_export(exp->export.sub_export);
-		gsh_free(exp->path);
-		gsh_free(exp);
-		free_args(&args);
-		return status;
+		goto out;
 	}
 	snprintf(name, sizeof(name), "export %u (%s)", exp->export_id,
 		 exp->path);
 	exp->core = dcache_export_new(&settings, name);
+	if (exp->core == NULL) {
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): no memory for the export's state; export refused",
+			exp->export_id, exp->path);
+		status = fsalstat(ERR_FSAL_NOMEM, ENOMEM);
+		goto out;
+	}
 	fsal_export_init(&exp->export);
 	dcache_export_ops_init(&exp->export.exp_ops);
 	exp->export.up_ops = up_ops;
@@ -557,8 +384,17 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	op_ctx->fsal_export = &exp->export;
 
 	log_settings(exp, "created over VFS", &settings);
+	exp = NULL; /* Ganesha's now: its release op frees it */
+	sub = NULL;
+out:
+	if (sub != NULL)
+		release_sub_export(sub);
+	if (exp != NULL) {
+		gsh_free(exp->path);
+		gsh_free(exp);
+	}
 	free_args(&args);
-	return fsalstat(ERR_FSAL_NO_ERROR, 0);
+	return status;
 }
 
 /*
@@ -591,6 +427,9 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 	}
 	sub_fsal = lookup_fsal(args.subfsal.name);
 	if (sub_fsal == NULL) {
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): FSAL %s is not loaded; update refused, the export keeps its current settings",
+			exp->export_id, exp->path, args.subfsal.name);
 		free_args(&args);
 		return fsalstat(ERR_FSAL_INVAL, EINVAL);
 	}

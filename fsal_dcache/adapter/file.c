@@ -126,12 +126,6 @@ static void vfs_return_fd(struct vfs_borrow *b)
 		PTHREAD_RWLOCK_unlock(&b->sub->obj_lock);
 }
 
-static fsal_status_t status_of(int error)
-{
-	return error == 0 ? fsalstat(ERR_FSAL_NO_ERROR, 0)
-			  : fsalstat(posix2fsal_error(error), error);
-}
-
 /* ---- read2 / write2 -------------------------------------------------------- */
 
 /*
@@ -166,7 +160,7 @@ static void reply(const struct dcache_pending *p, struct dcache_io_result r)
 		p->arg->io_amount = r.bytes;
 		p->arg->end_of_file = r.eof;
 	}
-	p->done_cb(p->obj, status_of(r.error), p->arg, p->caller_arg);
+	p->done_cb(p->obj, posix2fsal_status(r.error), p->arg, p->caller_arg);
 }
 
 /* The core's completion thread: no op context of its own yet. */

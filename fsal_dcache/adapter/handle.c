@@ -2,7 +2,8 @@
  * Object handles: each DCACHE handle wraps the sub-FSAL's handle and
  * forwards every metadata op to it.  Wire handles and keys stay the
  * sub-FSAL's, byte for byte, so a client sees the same file handles as from
- * a plain VFS export.  The data path lives in file.c.
+ * a plain VFS export.  The data path lives in file.c, lookup and the rest
+ * of the export boundary in escape_guard.c.
  */
 #include "dcache_internal.h"
 
@@ -74,200 +75,6 @@ static fsal_status_t dcache_merge(struct fsal_obj_handle *orig,
 	return sub_of(orig)->obj_ops->merge(sub_of(orig), sub_of(dupe));
 }
 
-/* ---- the export boundary ------------------------------------------------ */
-
-static bool same_object(const struct dcache_object_id *id,
-			const struct fsal_obj_handle *obj)
-{
-	return obj->fileid == id->fileid && obj->fsid.major == id->fsid.major &&
-	       obj->fsid.minor == id->fsid.minor;
-}
-
-bool dcache_is_export_root(const struct dcache_fsal_export *exp,
-			   const struct fsal_obj_handle *sub_handle)
-{
-	return sub_handle->type == DIRECTORY &&
-	       same_object(&exp->root, sub_handle);
-}
-
-bool dcache_is_above_export(const struct dcache_fsal_export *exp,
-			    const struct fsal_obj_handle *sub_handle)
-{
-	size_t i;
-
-	if (sub_handle->type != DIRECTORY)
-		return false;
-	for (i = 0; i < exp->n_ancestors; i++)
-		if (same_object(&exp->ancestors[i], sub_handle))
-			return true;
-	return false;
-}
-
-/*
- * The sub-FSAL handle of dir's parent directory, or NULL when there is none
- * to walk to: dir is a filesystem's root ("/", whose ".." is itself) or the
- * lookup failed.  op_ctx holds the sub-FSAL's export.
- */
-struct fsal_obj_handle *dcache_parent_dir(struct fsal_obj_handle *dir)
-{
-	struct fsal_obj_handle *parent = NULL;
-
-	if (FSAL_IS_ERROR(dir->obj_ops->lookup(dir, "..", &parent, NULL)))
-		return NULL;
-	if (parent->fileid == dir->fileid &&
-	    parent->fsid.major == dir->fsid.major &&
-	    parent->fsid.minor == dir->fsid.minor) {
-		parent->obj_ops->release(parent);
-		return NULL;
-	}
-	return parent;
-}
-
-/*
- * Is the sub-FSAL directory dir inside this export's tree?  Walks ".." on
- * the sub-FSAL (op_ctx holding the sub-FSAL's export) until it meets the
- * export root (inside), a directory above it, or the top of the filesystem
- * (outside).  Only directories matter: they are what a client walks and
- * looks up from.
- */
-#define DCACHE_MAX_DEPTH 1024
-
-bool dcache_directory_within_export(struct dcache_fsal_export *exp,
-				    struct fsal_obj_handle *dir)
-{
-	struct fsal_obj_handle *cur = dir;
-	bool inside = false;
-	int depth;
-
-	for (depth = 0; depth < DCACHE_MAX_DEPTH; depth++) {
-		struct fsal_obj_handle *parent;
-
-		if (dcache_is_export_root(exp, cur)) {
-			inside = true;
-			break;
-		}
-		if (dcache_is_above_export(exp, cur))
-			break;
-		parent = dcache_parent_dir(cur);
-		if (parent == NULL)
-			break;
-		if (cur != dir)
-			cur->obj_ops->release(cur);
-		cur = parent;
-	}
-	if (cur != dir)
-		cur->obj_ops->release(cur);
-	return inside;
-}
-
-/*
- * A new handle of the same object: the caller of lookup owns (and
- * releases) what it gets back, so the directory's own handle cannot be
- * handed out twice.  The sub-FSAL makes one from the object's key, as
- * MDCACHE does when it re-creates an evicted entry.
- */
-static fsal_status_t new_handle_of(struct dcache_fsal_export *exp,
-				   struct fsal_obj_handle *sub,
-				   struct fsal_obj_handle **out,
-				   struct fsal_attrlist *attrs_out)
-{
-	struct fsal_export *sub_export = exp->export.sub_export;
-	struct fsal_obj_handle *copy = NULL;
-	char key_bytes[NFS4_FHSIZE];
-	struct gsh_buffdesc key;
-	fsal_status_t status;
-
-	{
-		DCACHE_SUB_SCOPE(&exp->export);
-
-		sub->obj_ops->handle_to_key(sub, &key);
-		if (key.len > sizeof(key_bytes))
-			return fsalstat(ERR_FSAL_FAULT, EINVAL);
-		memcpy(key_bytes, key.addr, key.len);
-		key.addr = key_bytes;
-		status = sub_export->exp_ops.create_handle(sub_export, &key,
-							   &copy, attrs_out);
-	}
-	if (FSAL_IS_ERROR(status))
-		return status;
-	return dcache_wrap_handle(exp, copy, out);
-}
-
-/*
- * lookup: ".." never leaves the export.
- *
- * Ganesha's core stops ".." at an export's root only when the directory is
- * the very cache entry it holds as the export root (fsal_lookupp compares
- * pointers).  Whenever that identity misses -- a second encoding of the
- * root directory's file handle, which MDCACHE keys as another entry; a root
- * entry replaced after it went stale; entries shared by two exports on one
- * filesystem -- the core hands ".." down the stack and VFS resolves it on
- * the real filesystem, which knows nothing of where the export begins: the
- * client gets a handle above the export, with the export's access rights.
- * The plugin therefore checks for itself, by filesystem id and file id
- * (not by handle bytes):
- *  - ".." of the export root is the root, as the core intends;
- *  - ".." that lands on a directory outside the export's tree is refused:
- *    above the root (reachable only from a directory that was not inside
- *    this export to begin with), or elsewhere (a directory moved out of
- *    the export on the server while a client held its handle).
- *
- * While the export is being created, MDCACHE asks for the parent of the
- * new root entry before the export holds it as its root, and caches the
- * answer in the entry.  Entries are shared by the exports of a filesystem:
- * for a nested export, that entry is also an ordinary directory of the
- * enclosing export, whose LOOKUPP must find the real parent.  So the root
- * rule applies only once the export's root is established; the core's own
- * check covers the root entry from then on, and ours every other entry.
- */
-static bool export_root_established(void)
-{
-	return op_ctx->ctx_export != NULL &&
-	       op_ctx->ctx_export->exp_root_obj != NULL;
-}
-
-static fsal_status_t dcache_lookup(struct fsal_obj_handle *parent,
-				   const char *name,
-				   struct fsal_obj_handle **handle,
-				   struct fsal_attrlist *attrs_out)
-{
-	struct dcache_fsal_export *exp = dcache_ctx_export();
-	struct fsal_obj_handle *sub_parent = sub_of(parent);
-	bool dotdot = strcmp(name, "..") == 0;
-	fsal_status_t status;
-
-	*handle = NULL;
-	if (dotdot && export_root_established() &&
-	    dcache_is_export_root(exp, sub_parent)) {
-		LogDebug(COMPONENT_FSAL,
-			 "DCACHE: export %u: \"..\" of the export root stays at the root",
-			 exp->export_id);
-		return new_handle_of(exp, sub_parent, handle, attrs_out);
-	}
-	{
-		DCACHE_SUB_SCOPE(&exp->export);
-
-		status = sub_parent->obj_ops->lookup(sub_parent, name, handle,
-						     attrs_out);
-		if (!FSAL_IS_ERROR(status) && dotdot &&
-		    !dcache_is_export_root(exp, *handle) &&
-		    !dcache_directory_within_export(exp, *handle)) {
-			/* Expected once per export at start-up (MDCACHE's
-			 * probe of the new root's parent); a warning later. */
-			LogAtLevel(COMPONENT_FSAL,
-				   export_root_established() ? NIV_WARN
-							     : NIV_DEBUG,
-				   "DCACHE: export %u (%s): refused \"..\" from directory fileid %" PRIu64 " to fileid %" PRIu64 " outside the export",
-				   exp->export_id, exp->path,
-				   sub_parent->fileid, (*handle)->fileid);
-			(*handle)->obj_ops->release(*handle);
-			*handle = NULL;
-			return fsalstat(ERR_FSAL_ACCESS, EACCES);
-		}
-	}
-	return wrap_result(status, handle);
-}
-
 /* ---- directories -------------------------------------------------------- */
 
 struct dcache_readdir_state {
@@ -284,15 +91,12 @@ static enum fsal_dir_result dcache_readdir_cb(const char *name,
 					      fsal_cookie_t cookie)
 {
 	struct dcache_readdir_state *state = dir_state;
-	struct fsal_export *sub_export = op_ctx->fsal_export;
 	struct fsal_obj_handle *obj;
-	enum fsal_dir_result result;
 
 	(void)dcache_wrap_handle(state->exp, sub_obj, &obj);
-	op_ctx->fsal_export = &state->exp->export;
-	result = state->upper_cb(name, obj, attrs, state->upper_state, cookie);
-	op_ctx->fsal_export = sub_export;
-	return result;
+	DCACHE_UPPER_SCOPE(&state->exp->export);
+
+	return state->upper_cb(name, obj, attrs, state->upper_state, cookie);
 }
 
 static fsal_status_t dcache_readdir(struct fsal_obj_handle *dir,

@@ -10,7 +10,7 @@ void boundary_tracker::set_limits(std::uint32_t max_pages, std::uint32_t max_age
 	_max_pages.store(std::max<std::uint32_t>(max_pages, 1), std::memory_order_relaxed);
 	_max_age_ms.store(std::max<std::uint32_t>(max_age_ms, 1), std::memory_order_relaxed);
 	// The due time of the oldest page moves with the age limit.
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	update_deadline();
 }
 
@@ -68,13 +68,13 @@ void boundary_tracker::reap(clock::time_point now, release_list &out)
 {
 	if (now.time_since_epoch().count() < _next_due.load(std::memory_order_relaxed))
 		return;
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	reap_locked(now, out);
 }
 
 bool boundary_tracker::claim(boundary_file &f, std::uint64_t page, clock::time_point now, release_list &out)
 {
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	try {
 		reap_locked(now, out);
 		const auto found = f._pages.find(page);
@@ -122,7 +122,7 @@ bool boundary_tracker::claim(boundary_file &f, std::uint64_t page, clock::time_p
 void boundary_tracker::complete(boundary_file &f, std::uint64_t page, std::uint32_t lo, std::uint32_t written,
 				release_list &out)
 {
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	const auto it = f._pages.find(page);
 	if (it == f._pages.end())
 		return; // cannot happen: pages with writers in flight are never taken
@@ -174,7 +174,7 @@ void boundary_tracker::complete(boundary_file &f, std::uint64_t page, std::uint3
 void boundary_tracker::take_file(boundary_file &f, std::uint64_t first, std::uint64_t last, reason why,
 				 release_list &out, bool all_pages)
 {
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	for (auto it = f._pages.lower_bound(first); it != f._pages.end() && it->first <= last;) {
 		const auto next = std::next(it);
 		if (all_pages || it->second.writers == 0)
@@ -185,7 +185,7 @@ void boundary_tracker::take_file(boundary_file &f, std::uint64_t first, std::uin
 
 void boundary_tracker::take_all(release_list &out)
 {
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	for (auto l = _lru.begin(); l != _lru.end();) {
 		boundary_file &f = *l->file;
 		const auto it = f._pages.find(l->page);
@@ -199,7 +199,7 @@ void boundary_tracker::release_done(const release &r) noexcept
 {
 	bool idle = false;
 	{
-		tracker_lock lock(_mutex);
+		mutex_lock lock(_mutex);
 		idle = --r.file->_releases_in_flight == 0;
 	}
 	if (idle)
@@ -208,26 +208,26 @@ void boundary_tracker::release_done(const release &r) noexcept
 
 void boundary_tracker::wait_idle(boundary_file &f)
 {
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	while (f._releases_in_flight != 0)
-		_idle.wait(lock.mutex());
+		_idle.wait(lock.held());
 }
 
 std::size_t boundary_tracker::pages() const
 {
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	return _count;
 }
 
 std::size_t boundary_tracker::pages(const boundary_file &f) const
 {
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	return f._pages.size();
 }
 
 std::size_t boundary_tracker::pages(const boundary_file &f, std::uint64_t first, std::uint64_t last) const
 {
-	tracker_lock lock(_mutex);
+	mutex_lock lock(_mutex);
 	std::size_t n = 0;
 	for (auto it = f._pages.lower_bound(first); it != f._pages.end() && it->first <= last; ++it)
 		++n;

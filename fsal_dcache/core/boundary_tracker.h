@@ -5,10 +5,10 @@
 //
 // Why: an edge written RWF_DONTCACHE is dropped as soon as writeback
 // cleans it, so the neighbour that completes the page must read it back
-// from the device first (read-modify-write).  The kernel (nfsd, seed 002
-// patch 7) inserts an unmarked folio that DONTCACHE then leaves alone; user
-// space cannot, so here the edge of a held page is written plain cached
-// and this table remembers which bytes of the page have been written.
+// from the device first (read-modify-write).  In the kernel nfsd can insert
+// an unmarked folio that DONTCACHE then leaves alone; user space cannot,
+// so here the edge of a held page is written plain cached and this table
+// remembers which bytes of the page have been written.
 //
 // Each writer writes its piece of a held page back at once (the engine's
 // write-back step: no delayed allocation may linger next to O_DIRECT I/O),
@@ -179,7 +179,7 @@ private:
 	std::atomic<std::uint32_t> _max_pages{4096};
 	std::atomic<std::uint32_t> _max_age_ms{5000};
 
-	mutable tracker_mutex _mutex;
+	mutable mutex _mutex;
 	std::condition_variable_any _idle;                     // a file's releases reached 0
 	std::list<boundary_file::lru_item> _lru DCACHE_GUARDED_BY(_mutex); // oldest first
 	std::size_t _count DCACHE_GUARDED_BY(_mutex) = 0;

@@ -13,10 +13,11 @@
 
 #include <cstddef>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
+
+#include "thread_annotations.h"
 
 namespace dcache::core {
 
@@ -26,13 +27,13 @@ public:
 
 	[[nodiscard]] bool contains(std::string_view key) const
 	{
-		std::lock_guard lock(_mutex);
+		mutex_lock lock(_mutex);
 		return _keys.find(std::string(key)) != _keys.end();
 	}
 
 	void add(std::string_view key)
 	{
-		std::lock_guard lock(_mutex);
+		mutex_lock lock(_mutex);
 		auto [it, inserted] = _keys.emplace(key);
 		if (!inserted)
 			return;
@@ -45,15 +46,15 @@ public:
 
 	[[nodiscard]] std::size_t size() const
 	{
-		std::lock_guard lock(_mutex);
+		mutex_lock lock(_mutex);
 		return _keys.size();
 	}
 
 private:
 	const std::size_t _capacity;
-	mutable std::mutex _mutex;
-	std::unordered_set<std::string> _keys;  // guarded by _mutex
-	std::deque<const std::string *> _order; // guarded by _mutex; oldest first
+	mutable mutex _mutex;
+	std::unordered_set<std::string> _keys DCACHE_GUARDED_BY(_mutex);
+	std::deque<const std::string *> _order DCACHE_GUARDED_BY(_mutex); // oldest first
 };
 
 } // namespace dcache::core

@@ -1,5 +1,7 @@
 #include "planner.h"
 
+#include "settings.h"
+
 #include <algorithm>
 
 namespace dcache::core {
@@ -169,6 +171,141 @@ plan plan_write(const dcache_settings &s, const plan_caps &caps, std::uint64_t o
 	if (tail != 0)
 		p.segs[p.nsegs++] = {edge, mid_end, tail, false};
 	return p;
+}
+
+// ---- steps ----------------------------------------------------------------
+
+const char *step_kind_name(step_kind k) noexcept
+{
+	switch (k) {
+	case step_kind::buffered: return "buffered";
+	case step_kind::dontcache: return "dontcache";
+	case step_kind::direct: return "direct";
+	case step_kind::tracked: return "tracked";
+	}
+	return "?";
+}
+
+namespace {
+
+struct edge_piece {
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0;
+	bool track = false; // a page the WRITE shares with a neighbour
+};
+
+// Cuts the non-direct segment [s, e) of the WRITE [w0, w1) at page
+// boundaries (see write_steps).  When O < page size the direct middle
+// shares the head's page; O_DIRECT invalidates that page anyway, so
+// holding it cannot help and it is not tracked.  A segment with no shared
+// page is one piece.
+std::size_t edge_pieces(std::uint64_t w0, std::uint64_t w1, std::uint64_t s, std::uint64_t e,
+			std::array<edge_piece, 3> &out) noexcept
+{
+	constexpr std::uint64_t page = k_page_size;
+	const auto shared = [&](std::uint64_t page_lo, std::uint64_t lo, std::uint64_t hi) {
+		const std::uint64_t wlo = std::max(w0, page_lo), whi = std::min(w1, page_lo + page);
+		const bool partial = wlo > page_lo || whi < page_lo + page;
+		return partial && lo <= wlo && hi >= whi;
+	};
+	std::array<edge_piece, 3> raw{};
+	std::size_t n = 0;
+	const std::uint64_t first = s / page, last = (e - 1) / page;
+	if (first == last) {
+		raw[n++] = {s, e - s, shared(first * page, s, e)};
+	} else {
+		const std::uint64_t a_end = (first + 1) * page, b_start = last * page;
+		raw[n++] = {s, a_end - s, shared(first * page, s, a_end)};
+		if (b_start > a_end)
+			raw[n++] = {a_end, b_start - a_end, false};
+		raw[n++] = {b_start, e - b_start, shared(b_start, b_start, e)};
+	}
+	std::size_t m = 0;
+	for (std::size_t i = 0; i < n; ++i) {
+		if (m > 0 && !raw[i].track && !out[m - 1].track)
+			out[m - 1].length += raw[i].length;
+		else
+			out[m++] = raw[i];
+	}
+	return m;
+}
+
+} // namespace
+
+step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	step_list out;
+	const auto add = [&out](step st) noexcept {
+		if (out.n < out.items.size())
+			out.items[out.n++] = st;
+	};
+	const bool direct_mode = is_direct_mode(s.io_cache_write);
+	const bool tracks = direct_mode && s.boundary_tracking && s.direct_misaligned_dontcache;
+	for (const segment &seg : p.segments()) {
+		switch (seg.kind) {
+		case seg_kind::buffered:
+			add({step_kind::buffered, seg.offset, seg.length, false, direct_mode});
+			break;
+		case seg_kind::direct:
+			add({step_kind::direct, seg.offset, seg.length, seg.bounce, false});
+			break;
+		case seg_kind::dontcache:
+			if (!tracks) {
+				// A DONTCACHE piece needs no write-back: the kernel
+				// starts it inside the write.
+				add({step_kind::dontcache, seg.offset, seg.length, false, false});
+				break;
+			}
+			std::array<edge_piece, 3> pieces{};
+			const std::size_t n = edge_pieces(offset, offset + length, seg.offset, seg.offset + seg.length, pieces);
+			for (std::size_t i = 0; i < n; ++i)
+				add({pieces[i].track ? step_kind::tracked : step_kind::dontcache, pieces[i].offset,
+				     pieces[i].length, false, pieces[i].track});
+			break;
+		}
+	}
+	return out;
+}
+
+step read_step(const plan &p) noexcept
+{
+	if (p.nsegs == 0)
+		return {};
+	const segment &seg = p.segs[0];
+	const step_kind k = seg.kind == seg_kind::direct	  ? step_kind::direct
+			    : seg.kind == seg_kind::dontcache ? step_kind::dontcache
+							      : step_kind::buffered;
+	return {k, seg.offset, seg.length, seg.bounce, false};
+}
+
+step_flags flags_for(bool write, step_kind k, bool dontcache_ok) noexcept
+{
+	switch (k) {
+	case step_kind::buffered:
+	case step_kind::tracked: return {};
+	case step_kind::dontcache: return dontcache_ok ? step_flags{RWF_DONTCACHE, false} : step_flags{0, true};
+	case step_kind::direct:
+		// A direct WRITE carries DONTCACHE too: inert when the write is
+		// direct, and it leaves nothing cached if the filesystem falls
+		// back to buffered.  A direct READ carries nothing.
+		return {write && dontcache_ok ? RWF_DONTCACHE : 0, false};
+	}
+	return {};
+}
+
+bool read_tries_cache_first(const dcache_settings &s, const step &st) noexcept
+{
+	return st.kind != step_kind::direct && s.cached_read_fast_path &&
+	       (s.io_cache_read == DCACHE_MODE_BUFFERED || s.io_cache_read == DCACHE_MODE_DONTCACHE);
+}
+
+sync_kind write_sync(const dcache_settings &s, bool stable) noexcept
+{
+	if (stable || s.io_cache_write == DCACHE_MODE_DIRECT_FILE_SYNC)
+		return sync_kind::fsync;
+	if (s.io_cache_write == DCACHE_MODE_DIRECT_DATA_SYNC)
+		return sync_kind::fdatasync;
+	return sync_kind::none;
 }
 
 } // namespace dcache::core

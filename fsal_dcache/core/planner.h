@@ -1,7 +1,12 @@
-// The planner: pure arithmetic turning one READ or WRITE into at most three
-// segments, each tagged direct / dontcache / buffered, plus a disposition
-// saying why.  No syscalls, no globals: capabilities come in as arguments,
-// so tests can use any alignment.  Thread-safe.
+// The planner: where every "direct or not?" is decided.  Pure arithmetic
+// turning one READ or WRITE into at most three segments, each tagged
+// direct / dontcache / buffered, plus a disposition saying why; then the
+// segments into steps (one backend request each: a WRITE's edges cut into
+// page pieces, the ones shared with a neighbour tracked), the RWF_ flags
+// each step goes out with, whether a READ tries the page cache first, and
+// which sync a WRITE needs.  What happens when the kernel refuses a step
+// is fallback.h's table.  No syscalls, no globals: capabilities come in as
+// arguments, so tests can use any alignment.  Thread-safe.
 #pragma once
 
 #include "dcache/core.h"
@@ -13,8 +18,6 @@
 #include <span>
 
 namespace dcache::core {
-
-// The unit of Direct_Misaligned_Num_Pages (the kernel's PAGE_SIZE on x86_64).
 
 enum class seg_kind : std::uint8_t { direct, dontcache, buffered };
 
@@ -79,5 +82,77 @@ struct plan_caps {
 
 [[nodiscard]] plan plan_write(const dcache_settings &s, const plan_caps &caps,
 			      std::uint64_t offset, std::span<const struct iovec> iov) noexcept;
+
+// ---- steps ----------------------------------------------------------------
+
+enum class step_kind : std::uint8_t {
+	buffered,
+	dontcache,
+	direct,
+	// A cached edge piece in a page the WRITE shares with a neighbour: held
+	// in the page cache by the boundary tracker until both have written it.
+	tracked,
+};
+
+const char *step_kind_name(step_kind k) noexcept;
+
+struct step {
+	step_kind kind = step_kind::buffered;
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0; // the transfer expected, known before issue
+	bool bounce = false;      // direct: through an aligned copy
+	// Cached bytes of a direct-mode WRITE: written back as soon as they
+	// are written (see write_steps).
+	bool writeback = false;
+
+	friend bool operator==(const step &, const step &) = default;
+};
+
+// A WRITE's steps: each edge at most three pieces, plus the middle.
+struct step_list {
+	std::array<step, 7> items{};
+	std::uint8_t n = 0;
+
+	[[nodiscard]] std::span<step> all() noexcept { return {items.data(), n}; }
+	[[nodiscard]] std::span<const step> all() const noexcept { return {items.data(), n}; }
+};
+
+// Every segment of p (a plan of the WRITE [offset, offset+length)) as
+// steps.  With boundary tracking (a direct mode with DONTCACHE edges) a
+// DONTCACHE edge is cut at page boundaries: a piece is tracked when its
+// page is only partly covered by the WRITE (a neighbour must complete it)
+// and it carries all of the WRITE's bytes in that page; untracked
+// neighbours are merged.  In a direct mode every cached step (a tracked
+// piece, a buffered edge) is written back at once: left dirty it keeps a
+// delayed allocation that later O_DIRECT I/O lands on
+// (docs/architecture.md, "Delayed allocation and O_DIRECT").
+[[nodiscard]] step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t offset,
+				    std::uint64_t length) noexcept;
+
+// A READ's step: its one segment (p.nsegs is 0 or 1).
+[[nodiscard]] step read_step(const plan &p) noexcept;
+
+// How a step goes out on a file that does (dontcache_ok) or does not
+// support RWF_DONTCACHE.
+struct step_flags {
+	int rwf = 0;
+	// DONTCACHE asked but not supported: issued plain, the range is then
+	// written back and dropped instead.
+	bool drop_after = false;
+};
+[[nodiscard]] step_flags flags_for(bool write, step_kind k, bool dontcache_ok) noexcept;
+
+// A buffered or DONTCACHE READ first tries the page cache with
+// RWF_NOWAIT in the calling thread (Cached_Read_Fast_Path), where an
+// asynchronous backend would otherwise hand it off.
+[[nodiscard]] bool read_tries_cache_first(const dcache_settings &s, const step &st) noexcept;
+
+// The sync a WRITE needs, once, after all its steps: fsync when the client
+// asked stable (Ganesha 4.3 can only reply FILE_SYNC) or the mode is
+// direct_file_sync; fdatasync for direct_data_sync (it persists the data
+// and what is needed to read it back: size, allocation, unwritten-extent
+// conversion; only timestamps may lag); none otherwise (UNSTABLE).
+enum class sync_kind : std::uint8_t { none, fsync, fdatasync };
+[[nodiscard]] sync_kind write_sync(const dcache_settings &s, bool stable) noexcept;
 
 } // namespace dcache::core

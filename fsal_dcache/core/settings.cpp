@@ -1,10 +1,11 @@
 // dcache_settings_parse and friends: turn the EXPORT block's strings into
 // validated settings.  Pure (no I/O, no globals); thread-safe.
-#include "dcache/core.h"
+#include "settings.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 namespace {
@@ -125,53 +126,116 @@ struct setting {
 	const char *dcache_settings_text::*text;
 	const char *allowed;
 	bool (*parse)(const char *text, dcache_settings &s) noexcept;
+	// The value in *s as parse() reads it back.
+	int (*show)(const dcache_settings &s, char *out, std::size_t len) noexcept;
 };
+
+// The first word of the table that stands for v (names come first).
+template <class E, std::size_t N>
+int show_word(const word<E> (&table)[N], E v, char *out, std::size_t len) noexcept
+{
+	for (const auto &w : table)
+		if (w.value == v)
+			return std::snprintf(out, len, "%s", w.text);
+	return std::snprintf(out, len, "%d", static_cast<int>(v));
+}
+
+int show_bool(bool v, char *out, std::size_t len) noexcept
+{
+	return std::snprintf(out, len, "%s", v ? "true" : "false");
+}
+
+int show_uint(std::uint32_t v, char *out, std::size_t len) noexcept
+{
+	return std::snprintf(out, len, "%u", v);
+}
 
 constexpr setting k_settings[] = {
 	{"IO_Cache_Read", &dcache_settings_text::io_cache_read,
 	 "buffered, dontcache, fadvise, direct (or the kernel's numbers 0, 1, 2)",
-	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_read_modes, &s.io_cache_read); }},
+	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_read_modes, &s.io_cache_read); },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_word(k_read_modes, s.io_cache_read, o, n); }},
 	{"IO_Cache_Write", &dcache_settings_text::io_cache_write,
 	 "buffered, dontcache, fadvise, direct, direct_data_sync, direct_file_sync (or the kernel's numbers 0, 1, 2, 3, 4)",
-	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_write_modes, &s.io_cache_write); }},
+	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_write_modes, &s.io_cache_write); },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_word(k_write_modes, s.io_cache_write, o, n); }},
 	{"Direct_Misaligned_Num_Pages", &dcache_settings_text::direct_misaligned_num_pages,
 	 "an integer from 0 to 1024 (pages of 4096 bytes)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 0, k_max_num_pages, &s.direct_misaligned_num_pages);
-	 }},
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.direct_misaligned_num_pages, o, n); }},
 	{"Direct_Misaligned_Dontcache", &dcache_settings_text::direct_misaligned_dontcache, k_bool_allowed,
-	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.direct_misaligned_dontcache); }},
+	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.direct_misaligned_dontcache); },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_bool(s.direct_misaligned_dontcache, o, n); }},
 	{"Direct_Misaligned_Memory", &dcache_settings_text::direct_misaligned_memory, "bounce, buffered",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_word(t, k_mem_words, &s.direct_misaligned_memory);
-	 }},
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_word(k_mem_words, s.direct_misaligned_memory, o, n); }},
 	{"Boundary_Tracking", &dcache_settings_text::boundary_tracking, k_bool_allowed,
-	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.boundary_tracking); }},
+	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.boundary_tracking); },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_bool(s.boundary_tracking, o, n); }},
 	{"Boundary_Max_Pages", &dcache_settings_text::boundary_max_pages,
 	 "an integer from 1 to 1048576 (pages of 4096 bytes held per export)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 1, k_max_boundary_pages, &s.boundary_max_pages);
-	 }},
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.boundary_max_pages, o, n); }},
 	{"Boundary_Max_Age_Ms", &dcache_settings_text::boundary_max_age_ms,
 	 "an integer from 1 to 3600000 (milliseconds)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 1, k_max_boundary_age_ms, &s.boundary_max_age_ms);
-	 }},
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.boundary_max_age_ms, o, n); }},
 	{"IO_Backend", &dcache_settings_text::io_backend, "io_uring, sync",
-	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_backend_words, &s.io_backend); }},
+	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_backend_words, &s.io_backend); },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_word(k_backend_words, s.io_backend, o, n); }},
 	{"IO_Queue_Depth", &dcache_settings_text::io_queue_depth, "an integer from 1 to 4096 (io_uring entries)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 1, k_max_queue_depth, &s.io_queue_depth);
-	 }},
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.io_queue_depth, o, n); }},
 	{"Cached_Read_Fast_Path", &dcache_settings_text::cached_read_fast_path, k_bool_allowed,
-	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.cached_read_fast_path); }},
+	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.cached_read_fast_path); },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_bool(s.cached_read_fast_path, o, n); }},
 };
+
+// The table is the list of core.h, in its order, field for field.
+#define DCACHE_SETTING_NAME(name, field) std::string_view(name),
+#define DCACHE_SETTING_TEXT(name, field) &dcache_settings_text::field,
+constexpr std::string_view k_listed_names[] = {DCACHE_SETTINGS(DCACHE_SETTING_NAME)};
+constexpr const char *dcache_settings_text::*k_listed_texts[] = {DCACHE_SETTINGS(DCACHE_SETTING_TEXT)};
+#undef DCACHE_SETTING_NAME
+#undef DCACHE_SETTING_TEXT
+
+consteval bool table_is_the_list()
+{
+	if (std::size(k_settings) != std::size(k_listed_names))
+		return false;
+	for (std::size_t i = 0; i < std::size(k_settings); ++i)
+		if (k_settings[i].name != k_listed_names[i] || k_settings[i].text != k_listed_texts[i])
+			return false;
+	return true;
+}
+static_assert(table_is_the_list(), "k_settings must list the settings of DCACHE_SETTINGS (core.h), in order");
 
 } // namespace
 
+namespace dcache::core {
+
+bool same_settings(const dcache_settings &a, const dcache_settings &b) noexcept
+{
+#define DCACHE_SAME_FIELD(name, field) a.field == b.field &&
+	return DCACHE_SETTINGS(DCACHE_SAME_FIELD) true;
+#undef DCACHE_SAME_FIELD
+}
+
+} // namespace dcache::core
+
 extern "C" {
 
-struct dcache_settings dcache_settings_default(void)
+struct dcache_settings dcache_settings_default(void) noexcept
 {
 	dcache_settings s{};
 	s.io_cache_read = DCACHE_MODE_BUFFERED;
@@ -192,7 +256,7 @@ struct dcache_settings dcache_settings_default(void)
 }
 
 int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out,
-			  char *why, size_t why_len)
+			  char *why, size_t why_len) noexcept
 {
 	if (why != nullptr && why_len > 0)
 		why[0] = '\0';
@@ -218,7 +282,7 @@ int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache
 	return 0;
 }
 
-const char *dcache_settings_allowed(const char *name)
+const char *dcache_settings_allowed(const char *name) noexcept
 {
 	for (const setting &st : k_settings)
 		if (name != nullptr && iequals(name, st.name))
@@ -226,7 +290,26 @@ const char *dcache_settings_allowed(const char *name)
 	return nullptr;
 }
 
-size_t dcache_settings_quote(const char *value, char *out, size_t out_len)
+size_t dcache_settings_format(const struct dcache_settings *s, char *out, size_t out_len) noexcept
+{
+	if (out != nullptr && out_len > 0)
+		out[0] = '\0';
+	if (s == nullptr)
+		return 0;
+	std::size_t n = 0;
+	for (const setting &st : k_settings) {
+		char value[32];
+		(void)st.show(*s, value, sizeof(value));
+		const int k = std::snprintf(out != nullptr && n < out_len ? out + n : nullptr,
+					    out != nullptr && n < out_len ? out_len - n : 0, "%s%s = %s",
+					    n == 0 ? "" : ", ", st.name, value);
+		if (k > 0)
+			n += static_cast<std::size_t>(k);
+	}
+	return n;
+}
+
+size_t dcache_settings_quote(const char *value, char *out, size_t out_len) noexcept
 {
 	if (out == nullptr || out_len == 0)
 		return 0;
@@ -267,7 +350,7 @@ size_t dcache_settings_quote(const char *value, char *out, size_t out_len)
 	return n;
 }
 
-const char *dcache_mode_name(enum dcache_mode mode)
+const char *dcache_mode_name(enum dcache_mode mode) noexcept
 {
 	switch (mode) {
 	case DCACHE_MODE_BUFFERED: return "buffered";

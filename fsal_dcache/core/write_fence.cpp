@@ -15,12 +15,12 @@ bool write_fence::conflicts(std::span<const pages> mine) const
 
 bool write_fence::enter(std::span<const pages> mine)
 {
-	tracker_lock lock(_m);
+	mutex_lock lock(_m);
 	const bool waited = conflicts(mine);
 	if (waited) {
 		++_waiting;
 		while (conflicts(mine))
-			_cv.wait(lock.mutex());
+			_cv.wait(lock.held());
 		--_waiting;
 	}
 	_held.insert(_held.end(), mine.begin(), mine.end());
@@ -31,7 +31,7 @@ bool write_fence::try_make_buffered(const pages &direct)
 {
 	bool wake = false;
 	{
-		tracker_lock lock(_m);
+		mutex_lock lock(_m);
 		if (direct.k != kind::direct)
 			return false;
 		const auto mine = std::find(_held.begin(), _held.end(), direct);
@@ -52,7 +52,7 @@ void write_fence::leave(std::span<const pages> mine) noexcept
 {
 	bool wake = false;
 	{
-		tracker_lock lock(_m);
+		mutex_lock lock(_m);
 		for (const pages &m : mine) {
 			const auto it = std::find(_held.begin(), _held.end(), m);
 			if (it != _held.end()) {
@@ -68,13 +68,13 @@ void write_fence::leave(std::span<const pages> mine) noexcept
 
 std::size_t write_fence::held() const
 {
-	tracker_lock lock(_m);
+	mutex_lock lock(_m);
 	return _held.size();
 }
 
 std::size_t write_fence::waiting() const
 {
-	tracker_lock lock(_m);
+	mutex_lock lock(_m);
 	return _waiting;
 }
 

@@ -67,7 +67,7 @@ public:
 private:
 	[[nodiscard]] bool conflicts(std::span<const pages> mine) const DCACHE_REQUIRES(_m);
 
-	mutable tracker_mutex _m;
+	mutable mutex _m;
 	std::condition_variable_any _cv;
 	std::vector<pages> _held DCACHE_GUARDED_BY(_m);
 	std::size_t _waiting DCACHE_GUARDED_BY(_m) = 0;

@@ -6,7 +6,6 @@
 // is today's behaviour.  Run under TSan and ASan as well.
 #include "boundary_tracker.h"
 #include "dcache_io/fake_backend.h"
-#include "engine.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -449,7 +448,9 @@ TEST_F(boundary, commit_keeps_the_held_pages_of_its_range_and_counts_them)
 	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 3u);
 	// Each was written back when it was written: the COMMIT's fsync made
 	// it durable, nothing is left for the COMMIT to do but count.
-	for (const auto &[fd, page] : std::vector<std::pair<int, std::uint64_t>>{{k_fd, 3}, {k_fd, 35}, {k_fd2, 3}}) {
+	for (const auto &held : std::vector<std::pair<int, std::uint64_t>>{{k_fd, 3}, {k_fd, 35}, {k_fd2, 3}}) {
+		const int fd = held.first;
+		const std::uint64_t page = held.second;
 		const auto wb = calls_of(op_kind::writeback);
 		EXPECT_EQ(std::count_if(wb.begin(), wb.end(),
 					[&](const auto &c) { return c.fd == fd && c.offset == page * k_page && c.length == k_page; }),
@@ -490,7 +491,7 @@ TEST_F(boundary, close_free_and_unexport_release_everything)
 	dcache_export *gone = exp;
 	const std::uint64_t at_commit = stat_of(gone, "boundary_released_at_close");
 	exp->refs.fetch_add(1); // keep it readable for the checks below
-	dcache_export_free(gone);
+	dcache_export_put(gone);
 	EXPECT_EQ(releases_of(3, k_fd2), 1u);
 	EXPECT_EQ(stat_of(gone, "boundary_released_at_close"), at_commit + 1);
 	EXPECT_EQ(stat_of(gone, "boundary_pages_current"), 0u);
@@ -864,5 +865,5 @@ TEST(boundary_settings, gauges_survive_a_stats_reset)
 	EXPECT_EQ(stat_of(e, "boundary_bytes_current"), 200u);
 	dcache_file_free(f);
 	EXPECT_EQ(stat_of(e, "boundary_pages_current"), 0u);
-	dcache_export_free(e);
+	dcache_export_put(e);
 }

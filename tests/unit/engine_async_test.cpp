@@ -8,7 +8,7 @@
 // test releases it, so every interleaving is explicit.
 #include "dcache_io/fake_backend.h"
 #include "dcache_io/uring_backend.h"
-#include "engine.h"
+#include "dcache_io/backend_factory.h"
 
 #include <gtest/gtest.h>
 
@@ -136,7 +136,7 @@ TEST(engine_async_inline, synchronous_backend_completes_inline_without_done)
 	EXPECT_STREQ(dcache_export_backend_name(exp), "fake");
 	EXPECT_EQ(stat_of(exp, "backend_io_uring"), 0u);
 	dcache_file_free(file);
-	dcache_export_free(exp);
+	dcache_export_put(exp);
 }
 
 TEST_F(engine_async, deferred_write_calls_done_exactly_once_with_the_result)
@@ -451,11 +451,11 @@ TEST(engine_backend, io_uring_refused_falls_back_to_sync_logged_once_and_counted
 {
 	clear_log();
 	dcache_set_log(capture_log);
-	set_uring_factory(&refuse_eperm);
+	dcache::io::set_uring_factory(&refuse_eperm);
 	const dcache_settings s = dcache_settings_default();
 	ASSERT_EQ(s.io_backend, DCACHE_IO_BACKEND_IO_URING);
 	dcache_export *exp = dcache_export_new(&s, "export 5 /fallback");
-	set_uring_factory(nullptr);
+	dcache::io::set_uring_factory(nullptr);
 	ASSERT_NE(exp, nullptr);
 	EXPECT_STREQ(dcache_export_backend_name(exp), "sync");
 	EXPECT_EQ(stat_of(exp, "fallback_no_io_uring"), 1u);
@@ -478,7 +478,7 @@ TEST(engine_backend, io_uring_refused_falls_back_to_sync_logged_once_and_counted
 	for (const auto &l : log_lines())
 		logged |= l.find("next restart") != std::string::npos;
 	EXPECT_TRUE(logged);
-	dcache_export_free(exp);
+	dcache_export_put(exp);
 	dcache_set_log(nullptr);
 }
 
@@ -490,20 +490,20 @@ TEST(engine_backend, sync_by_setting_and_io_uring_by_default)
 	ASSERT_NE(a, nullptr);
 	EXPECT_STREQ(dcache_export_backend_name(a), "sync");
 	EXPECT_EQ(stat_of(a, "fallback_no_io_uring"), 0u);
-	dcache_export_free(a);
+	dcache_export_put(a);
 
 	s.io_backend = DCACHE_IO_BACKEND_IO_URING;
 	dcache_export *b = dcache_export_new(&s, "uring one");
 	ASSERT_NE(b, nullptr);
 	if (stat_of(b, "fallback_no_io_uring") != 0) {
-		dcache_export_free(b);
+		dcache_export_put(b);
 		GTEST_SKIP() << "io_uring unavailable here (fell back to sync)";
 	}
 	EXPECT_STREQ(dcache_export_backend_name(b), "io_uring");
 	EXPECT_EQ(stat_of(b, "backend_io_uring"), 1u);
 	dcache_stats_reset(b);
 	EXPECT_EQ(stat_of(b, "backend_io_uring"), 1u) << "a gauge survives a stats reset";
-	dcache_export_free(b);
+	dcache_export_put(b);
 }
 
 // ---- the real io_uring backend ---------------------------------------------------
@@ -520,7 +520,7 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 	dcache_export *exp = dcache_export_new(&s, "uring e2e");
 	ASSERT_NE(exp, nullptr);
 	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
-		dcache_export_free(exp);
+		dcache_export_put(exp);
 		close(fd);
 		GTEST_SKIP() << "io_uring unavailable here";
 	}
@@ -633,7 +633,7 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 	EXPECT_EQ(one, blocks[5]);
 
 	dcache_file_free(file);
-	dcache_export_free(exp);
+	dcache_export_put(exp);
 	close(fd);
 }
 
@@ -696,13 +696,13 @@ TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
 	unlink(path);
 	clear_log();
 	dcache_set_log(capture_log);
-	set_uring_factory(&uring_without_personalities);
+	dcache::io::set_uring_factory(&uring_without_personalities);
 	const dcache_settings s = dcache_settings_default();
 	dcache_export *exp = dcache_export_new(&s, "export 6 /nopersonality");
-	set_uring_factory(nullptr);
+	dcache::io::set_uring_factory(nullptr);
 	ASSERT_NE(exp, nullptr);
 	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
-		dcache_export_free(exp);
+		dcache_export_put(exp);
 		close(fd);
 		dcache_set_log(nullptr);
 		GTEST_SKIP() << "io_uring unavailable here";
@@ -726,7 +726,7 @@ TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
 		said += l.find("personalit") != std::string::npos;
 	EXPECT_EQ(said, 1u) << "one log line per export, whatever the count";
 	dcache_file_free(file);
-	dcache_export_free(exp);
+	dcache_export_put(exp);
 	dcache_set_log(nullptr);
 	close(fd);
 }
@@ -759,7 +759,7 @@ TEST(engine_uring, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 	dcache_export *exp = dcache_export_new(&s, "export 8 /fence");
 	ASSERT_NE(exp, nullptr);
 	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
-		dcache_export_free(exp);
+		dcache_export_put(exp);
 		close(fd);
 		close(dfd);
 		GTEST_SKIP() << "io_uring unavailable here";
@@ -806,7 +806,7 @@ TEST(engine_uring, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 		std::free(disk);
 	}
 	dcache_file_free(file);
-	dcache_export_free(exp);
+	dcache_export_put(exp);
 	close(fd);
 	close(dfd);
 }

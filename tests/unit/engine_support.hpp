@@ -3,7 +3,8 @@
 #pragma once
 
 #include "dcache/core.h"
-#include "engine.h"
+#include "export_state.h"
+#include "file_state.h"
 
 #include <gtest/gtest.h>
 
@@ -73,7 +74,7 @@ protected:
 		if (file != nullptr)
 			dcache_file_free(file);
 		if (exp != nullptr)
-			dcache_export_free(exp);
+			dcache_export_put(exp);
 		file = nullptr;
 		exp = nullptr;
 	}

@@ -3,7 +3,6 @@
 // stability (exactly one sync per WRITE, never lower than asked), direct
 // READ widening and EOF, fadvise mode, statistics, and concurrency.
 #include "dcache_io/fake_backend.h"
-#include "engine.h"
 #include "planner.h"
 
 #include <gmock/gmock.h>
@@ -772,7 +771,7 @@ TEST_F(engine, live_update_applies_to_the_next_request)
 	EXPECT_TRUE(write(0, p).stable);
 }
 
-TEST(stats, names_are_unique_snake_case_and_cover_the_brief)
+TEST(stats, names_are_unique_snake_case_and_include_the_documented_counters)
 {
 	std::set<std::string> names;
 	for (std::size_t i = 0; i < dcache_stats_count(); ++i) {

@@ -71,5 +71,5 @@ TEST(known_handles, c_api_on_an_export)
 	EXPECT_TRUE(dcache_export_handle_known(exp, key, sizeof(key)));
 	EXPECT_FALSE(dcache_export_handle_known(exp, key, sizeof(key) - 1));
 	EXPECT_FALSE(dcache_export_handle_known(nullptr, key, sizeof(key)));
-	dcache_export_free(exp);
+	dcache_export_put(exp);
 }

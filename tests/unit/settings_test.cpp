@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <string>
 #include <tuple>
 
@@ -314,6 +315,94 @@ TEST(settings, mode_names)
 		ASSERT_EQ(p.rc, 0);
 		EXPECT_EQ(p.s.io_cache_write, m);
 	}
+}
+
+// Every setting of DCACHE_SETTINGS (the list the adapter's table and the
+// parser's are built from), each set alone to a value other than its
+// default: parsed, given to a live export, read back with every field as
+// given, and shown by dcache_settings_format as it was written.  A setting
+// added to the list without a value here fails.
+const std::map<std::string, const char *> k_non_default = {
+	{"IO_Cache_Read", "direct"},
+	{"IO_Cache_Write", "direct_file_sync"},
+	{"Direct_Misaligned_Num_Pages", "7"},
+	{"Direct_Misaligned_Dontcache", "false"},
+	{"Direct_Misaligned_Memory", "buffered"},
+	{"Boundary_Tracking", "false"},
+	{"Boundary_Max_Pages", "17"},
+	{"Boundary_Max_Age_Ms", "1234"},
+	{"IO_Backend", "sync"},
+	{"IO_Queue_Depth", "128"},
+	{"Cached_Read_Fast_Path", "false"},
+};
+
+std::string formatted(const dcache_settings &s)
+{
+	char line[1024];
+	const std::size_t n = dcache_settings_format(&s, line, sizeof(line));
+	EXPECT_LT(n, sizeof(line));
+	return line;
+}
+
+void expect_every_field_equal(const dcache_settings &got, const dcache_settings &want)
+{
+#define DCACHE_EXPECT_FIELD(name, field) EXPECT_EQ(got.field, want.field) << name;
+	DCACHE_SETTINGS(DCACHE_EXPECT_FIELD)
+#undef DCACHE_EXPECT_FIELD
+}
+
+void round_trip(const char *name, const char *dcache_settings_text::*text)
+{
+	SCOPED_TRACE(name);
+	const auto it = k_non_default.find(name);
+	ASSERT_NE(it, k_non_default.end()) << "no non-default value for " << name << " in this test";
+	dcache_settings_text t{};
+	t.*text = it->second;
+	const parsed p = parse(t);
+	ASSERT_EQ(p.rc, 0) << p.why;
+	const dcache_settings def = dcache_settings_default();
+	EXPECT_NE(formatted(p.s), formatted(def)) << it->second << " is the default";
+	EXPECT_THAT(formatted(p.s), HasSubstr(std::string(name) + " = " + it->second));
+
+	dcache_export *e = dcache_export_new(&def, "round trip");
+	ASSERT_NE(e, nullptr);
+	dcache_export_update(e, &p.s);
+	expect_every_field_equal(dcache_export_settings(e), p.s);
+	dcache_export_update(e, &def); // and back
+	expect_every_field_equal(dcache_export_settings(e), def);
+	dcache_export_put(e);
+}
+
+TEST(settings, every_setting_round_trips_through_a_live_export)
+{
+	std::size_t listed = 0;
+#define DCACHE_ROUND_TRIP(name, field) round_trip(name, &dcache_settings_text::field), ++listed;
+	DCACHE_SETTINGS(DCACHE_ROUND_TRIP)
+#undef DCACHE_ROUND_TRIP
+	EXPECT_EQ(listed, k_non_default.size()) << "a value here for a setting that is not in DCACHE_SETTINGS";
+	EXPECT_EQ(listed, 11u);
+}
+
+TEST(settings, format_lists_every_setting_in_order)
+{
+	const std::string line = formatted(dcache_settings_default());
+	std::size_t at = 0;
+#define DCACHE_IN_ORDER(name, field)                                   \
+	{                                                             \
+		const std::size_t pos = line.find(std::string(name) + " = "); \
+		EXPECT_NE(pos, std::string::npos) << name;            \
+		EXPECT_GE(pos, at) << name;                           \
+		at = pos;                                             \
+	}
+	DCACHE_SETTINGS(DCACHE_IN_ORDER)
+#undef DCACHE_IN_ORDER
+	EXPECT_EQ(line.rfind("IO_Cache_Read = buffered, IO_Cache_Write = buffered, ", 0), 0u) << line;
+	// Cut like snprintf: the length it needed, a terminated prefix.
+	char small[16];
+	EXPECT_EQ(dcache_settings_format(nullptr, small, sizeof(small)), 0u);
+	const dcache_settings def = dcache_settings_default();
+	EXPECT_EQ(dcache_settings_format(&def, small, sizeof(small)), line.size());
+	EXPECT_EQ(std::string(small), line.substr(0, sizeof(small) - 1));
 }
 
 } // namespace

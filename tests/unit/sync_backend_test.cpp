@@ -192,7 +192,7 @@ TEST(c_api_real_file, direct_split_write_and_widened_read)
 	EXPECT_TRUE(w.stable);
 	if (stat_of(e, "fallback_no_odirect") != 0) {
 		dcache_file_free(df);
-		dcache_export_free(e);
+		dcache_export_put(e);
 		GTEST_SKIP() << "O_DIRECT refused at open";
 	}
 	EXPECT_EQ(stat_of(e, "write_split"), 1u);
@@ -219,7 +219,7 @@ TEST(c_api_real_file, direct_split_write_and_widened_read)
 	EXPECT_EQ(stat_of(e, "read_direct"), 5u);
 	EXPECT_EQ(stat_of(e, "fallback_direct_einval"), 0u) << "the probe's alignment was wrong";
 	dcache_file_free(df);
-	dcache_export_free(e);
+	dcache_export_put(e);
 }
 
 // tmpfs has no RWF_DONTCACHE (as of 6.18): the real EOPNOTSUPP fallback.
@@ -249,7 +249,7 @@ TEST(c_api_real_file, dontcache_fallback_on_tmpfs)
 	EXPECT_EQ(back, data);
 	const std::uint64_t fallbacks = stat_of(e, "fallback_no_dontcache");
 	dcache_file_free(df);
-	dcache_export_free(e);
+	dcache_export_put(e);
 	if (!fell_back)
 		GTEST_SKIP() << "tmpfs accepted RWF_DONTCACHE on this kernel";
 	EXPECT_EQ(fallbacks, 2u);

@@ -5,7 +5,6 @@
 // for its completion before issuing anything.  Run under TSan as well.
 #include "write_fence.h"
 #include "dcache_io/fake_backend.h"
-#include "engine.h"
 
 #include <gtest/gtest.h>
 

@@ -51,6 +51,14 @@ enum dcache_io_backend {
 	DCACHE_IO_BACKEND_SYNC = 1,
 };
 
+/* Every entry point is noexcept on the C++ side: the definitions must say
+ * so too, or they do not compile. */
+#ifdef __cplusplus
+#define DCACHE_NOEXCEPT noexcept
+#else
+#define DCACHE_NOEXCEPT
+#endif
+
 #ifdef __cplusplus
 #define DCACHE_UNSET = nullptr
 #else
@@ -76,6 +84,24 @@ struct dcache_settings_text {
 	const char *cached_read_fast_path DCACHE_UNSET; /* bool, default true */
 };
 
+/* Every setting of the FSAL block, as X(name in ganesha.conf, field): the
+ * field of that name in struct dcache_settings_text and struct
+ * dcache_settings.  The one list the adapter's config table is generated
+ * from and the core's parser table is checked against (at compile time),
+ * so a setting added to one and not the other does not build. */
+#define DCACHE_SETTINGS(X)                                            \
+	X("IO_Cache_Read", io_cache_read)                             \
+	X("IO_Cache_Write", io_cache_write)                           \
+	X("Direct_Misaligned_Num_Pages", direct_misaligned_num_pages) \
+	X("Direct_Misaligned_Dontcache", direct_misaligned_dontcache) \
+	X("Direct_Misaligned_Memory", direct_misaligned_memory)       \
+	X("Boundary_Tracking", boundary_tracking)                     \
+	X("Boundary_Max_Pages", boundary_max_pages)                   \
+	X("Boundary_Max_Age_Ms", boundary_max_age_ms)                 \
+	X("IO_Backend", io_backend)                                   \
+	X("IO_Queue_Depth", io_queue_depth)                           \
+	X("Cached_Read_Fast_Path", cached_read_fast_path)
+
 /* Validated settings. */
 struct dcache_settings {
 	enum dcache_mode io_cache_read;
@@ -99,7 +125,7 @@ struct dcache_settings {
 };
 
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */
-struct dcache_settings dcache_settings_default(void);
+struct dcache_settings dcache_settings_default(void) DCACHE_NOEXCEPT;
 
 /* Validate *text into *out.  A value is valid only if its text is exactly
  * one the setting allows (words in any case; numbers in decimal without a
@@ -111,19 +137,25 @@ struct dcache_settings dcache_settings_default(void);
  * Pure; thread-safe. */
 int dcache_settings_parse(const struct dcache_settings_text *text,
 			  struct dcache_settings *out, char *why,
-			  size_t why_len);
+			  size_t why_len) DCACHE_NOEXCEPT;
 
 /* What a setting (its ganesha.conf name, any case) allows, as the error
  * lines say it; NULL for a name that is not a DCACHE setting. */
-const char *dcache_settings_allowed(const char *name);
+const char *dcache_settings_allowed(const char *name) DCACHE_NOEXCEPT;
 
 /* value as one log-safe token: in double quotes, with backslash escapes
  * for quotes, backslashes and control bytes (\n, \t, \xNN), cut with
  * ..." when out is too small.  Returns its length. */
-size_t dcache_settings_quote(const char *value, char *out, size_t out_len);
+size_t dcache_settings_quote(const char *value, char *out, size_t out_len) DCACHE_NOEXCEPT;
+
+/* Every setting of *s as "Name = value, Name = value, ..." in the order of
+ * DCACHE_SETTINGS, each value in the words dcache_settings_parse accepts
+ * (for the log).  Returns the length it needed, like snprintf. */
+size_t dcache_settings_format(const struct dcache_settings *s, char *out,
+			      size_t out_len) DCACHE_NOEXCEPT;
 
 /* Canonical name of a mode ("direct_file_sync", ...). */
-const char *dcache_mode_name(enum dcache_mode mode);
+const char *dcache_mode_name(enum dcache_mode mode) DCACHE_NOEXCEPT;
 
 /* ---- per export -------------------------------------------------------- */
 
@@ -131,23 +163,26 @@ struct dcache_export;
 
 /* name: used in log lines and stats ("export 1 /data").  NULL on ENOMEM. */
 struct dcache_export *dcache_export_new(const struct dcache_settings *settings,
-					const char *name);
+					const char *name) DCACHE_NOEXCEPT;
 /* Live reconfiguration: requests already in flight finish with the
  * settings they started with; new ones see the new settings.  Thread-safe. */
 void dcache_export_update(struct dcache_export *exp,
-			  const struct dcache_settings *settings);
-struct dcache_settings dcache_export_settings(const struct dcache_export *exp);
+			  const struct dcache_settings *settings) DCACHE_NOEXCEPT;
+struct dcache_settings dcache_export_settings(const struct dcache_export *exp) DCACHE_NOEXCEPT;
 /* The adapter's unexport: releases every held boundary page of the
- * export, then drops the adapter's reference. */
-void dcache_export_free(struct dcache_export *exp);
+ * export, then drops the adapter's reference.  The export itself is freed
+ * with its last reference (its files hold one each: Ganesha shares file
+ * objects among the exports of a filesystem), once no request is in
+ * flight. */
+void dcache_export_put(struct dcache_export *exp) DCACHE_NOEXCEPT;
 
 /* File handles (the sub-FSAL's keys) known to lie inside the export: the
  * ones it handed out itself and the ones checked on first use.  Bounded;
  * a forgotten key only costs one more check.  Thread-safe. */
 bool dcache_export_handle_known(const struct dcache_export *exp,
-				const void *key, size_t len);
+				const void *key, size_t len) DCACHE_NOEXCEPT;
 void dcache_export_handle_add(struct dcache_export *exp, const void *key,
-			      size_t len);
+			      size_t len) DCACHE_NOEXCEPT;
 
 /* ---- per file object --------------------------------------------------- */
 
@@ -155,15 +190,15 @@ struct dcache_file;
 
 /* One per file object of the export; holds the lazily opened O_DIRECT
  * descriptor and the file's probed capabilities. */
-struct dcache_file *dcache_file_new(struct dcache_export *exp);
+struct dcache_file *dcache_file_new(struct dcache_export *exp) DCACHE_NOEXCEPT;
 /* Writes back and drops the file's held boundary pages (through the
  * O_DIRECT descriptor), then closes that descriptor (reopened on next use).
  * Thread-safe. */
-void dcache_file_close(struct dcache_file *file);
-void dcache_file_free(struct dcache_file *file);
+void dcache_file_close(struct dcache_file *file) DCACHE_NOEXCEPT;
+void dcache_file_free(struct dcache_file *file) DCACHE_NOEXCEPT;
 /* After the sub-FSAL truncated the file to size: releases (drops) the held
  * boundary pages from the page holding the new EOF on.  Thread-safe. */
-void dcache_file_truncated(struct dcache_file *file, uint64_t size);
+void dcache_file_truncated(struct dcache_file *file, uint64_t size) DCACHE_NOEXCEPT;
 
 /* ---- the data path ----------------------------------------------------- */
 
@@ -187,10 +222,10 @@ struct dcache_io_result {
 /* Blocking (start + wait); thread-safe. */
 struct dcache_io_result dcache_read(struct dcache_export *exp,
 				    struct dcache_file *file,
-				    const struct dcache_io *io);
+				    const struct dcache_io *io) DCACHE_NOEXCEPT;
 struct dcache_io_result dcache_write(struct dcache_export *exp,
 				     struct dcache_file *file,
-				     const struct dcache_io *io);
+				     const struct dcache_io *io) DCACHE_NOEXCEPT;
 /* Asynchronous READ/WRITE.
  *
  * Starts the request.  Returns true when it completed inline: the result is
@@ -209,18 +244,23 @@ struct dcache_io_result dcache_write(struct dcache_export *exp,
  * for long (it delays other completions); everything of the engine is
  * released before done is called, so done may free the file.
  *
+ * The start itself may block the calling thread briefly: a WRITE waits in
+ * its file's write fence while another WRITE of the same pages is in
+ * flight the other way (buffered against O_DIRECT), and a submission waits
+ * for room when the io_uring ring is full.
+ *
  * Thread-safe.  Latency is measured from start to completion. */
 typedef void (*dcache_io_done_fn)(void *ctx, struct dcache_io_result result);
 bool dcache_read_start(struct dcache_export *exp, struct dcache_file *file,
 		       const struct dcache_io *io, dcache_io_done_fn done,
-		       void *ctx, struct dcache_io_result *inline_result);
+		       void *ctx, struct dcache_io_result *inline_result) DCACHE_NOEXCEPT;
 bool dcache_write_start(struct dcache_export *exp, struct dcache_file *file,
 			const struct dcache_io *io, dcache_io_done_fn done,
-			void *ctx, struct dcache_io_result *inline_result);
+			void *ctx, struct dcache_io_result *inline_result) DCACHE_NOEXCEPT;
 
 /* The backend the export actually runs ("io_uring", "sync"); static
  * string.  Thread-safe. */
-const char *dcache_export_backend_name(const struct dcache_export *exp);
+const char *dcache_export_backend_name(const struct dcache_export *exp) DCACHE_NOEXCEPT;
 
 /* Called after the sub-FSAL's COMMIT succeeded on [offset, offset+len)
  * (len 0: to end of file), which took sync_ns; counts it and does the
@@ -229,16 +269,16 @@ const char *dcache_export_backend_name(const struct dcache_export *exp);
  * Returns 0 or an errno value. */
 int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file,
 			int fd, uint64_t offset, uint64_t len,
-			uint64_t sync_ns);
+			uint64_t sync_ns) DCACHE_NOEXCEPT;
 
 /* ---- statistics -------------------------------------------------------- */
 
 /* Counters are kept per export, lock-free.  The set is fixed at build time:
  * index 0 .. dcache_stats_count()-1, each with a stable snake_case name. */
-size_t dcache_stats_count(void);
-const char *dcache_stats_name(size_t index);
-uint64_t dcache_stats_value(const struct dcache_export *exp, size_t index);
-void dcache_stats_reset(struct dcache_export *exp);
+size_t dcache_stats_count(void) DCACHE_NOEXCEPT;
+const char *dcache_stats_name(size_t index) DCACHE_NOEXCEPT;
+uint64_t dcache_stats_value(const struct dcache_export *exp, size_t index) DCACHE_NOEXCEPT;
+void dcache_stats_reset(struct dcache_export *exp) DCACHE_NOEXCEPT;
 
 /* Service time of READ, WRITE and COMMIT as the plugin saw them (from the
  * plugin's entry to its reply), for Ganesha's GetFSALStats. */
@@ -250,15 +290,15 @@ struct dcache_latency {
 	uint64_t max_ns;
 };
 struct dcache_latency dcache_stats_latency(const struct dcache_export *exp,
-					   enum dcache_op op);
-const char *dcache_op_name(enum dcache_op op);
+					   enum dcache_op op) DCACHE_NOEXCEPT;
+const char *dcache_op_name(enum dcache_op op) DCACHE_NOEXCEPT;
 
 /* ---- logging ----------------------------------------------------------- */
 
 /* The core logs through the adapter (which uses Ganesha's log). */
 enum dcache_log_level { DCACHE_LOG_ERROR, DCACHE_LOG_WARN, DCACHE_LOG_INFO, DCACHE_LOG_DEBUG };
 typedef void (*dcache_log_fn)(enum dcache_log_level level, const char *message);
-void dcache_set_log(dcache_log_fn fn);
+void dcache_set_log(dcache_log_fn fn) DCACHE_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -1,15 +1,16 @@
 // The I/O backend seam.  A backend executes request values; the core never
 // makes a syscall itself.  Implementations: sync_backend (plain syscalls),
-// fake_backend (memory, fault injection, call log), and later io_uring.
+// uring_backend (io_uring, completions on a thread of its own) and
+// fake_backend (memory, fault injection, call log, for tests);
+// backend_factory.h chooses one for an export.
 //
 // Thread-safety: every backend must accept concurrent calls from many
 // threads (Ganesha's worker threads issue READ/WRITEs on one export and one
 // file at the same time).
 //
-// Growing an asynchronous submit: submit() takes a completion object and
-// may call it later from another thread; the default here runs execute()
-// inline and completes immediately, so a synchronous backend gets it for
-// free and the core can be moved to submit() without touching backends.
+// Asynchronous submission: submit() takes a completion object and may call
+// it later from another thread; the default here runs execute() inline and
+// completes immediately, so a synchronous backend gets it for free.
 #pragma once
 
 #include "dcache_io/request.h"

@@ -1,0 +1,98 @@
+// One DCACHE export (the C API's opaque dcache_export): its settings, its
+// backend, its counters, its boundary tracker and the requests in flight.
+//
+// Ownership: created by dcache_export_new (owning the backend the factory
+// chose) or export_new_with_backend (borrowing one, for tests).  One
+// reference is the adapter's, one each dcache_file's: Ganesha shares file
+// objects among the exports of a filesystem, so a file can outlive the
+// export that made it.  The export goes with its last reference, once no
+// request is in flight (a completion touches the export and its backend
+// until just before it calls done).
+//
+// Thread-safety: everything may be used concurrently.  The settings are
+// immutable snapshots: a request takes the current one at its start and
+// keeps it, so it sees the old settings or the new ones, never a mix.
+#pragma once
+
+#include "boundary_tracker.h"
+#include "dcache/core.h"
+#include "dcache_io/backend.h"
+#include "known_handles.h"
+#include "stats.h"
+#include "thread_annotations.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace dcache::core {
+
+// Keys remembered per export (a VFS key is ~30 bytes: ~4 MiB at most).
+inline constexpr std::size_t k_known_handles = 65536;
+
+// The settings snapshots of one export.  A snapshot is never changed and
+// never freed before the export: a request reads it through a plain
+// pointer, with no reference count to touch on the data path.  Publishing
+// settings equal to a snapshot already made reuses it, so reloads that
+// change nothing (or toggle between a few configurations) add nothing.
+class settings_history {
+public:
+	explicit settings_history(const dcache_settings &first);
+	[[nodiscard]] const dcache_settings &current() const noexcept
+	{
+		return *_current.load(std::memory_order_acquire);
+	}
+	void publish(const dcache_settings &s);
+
+private:
+	mutex _m;
+	std::vector<std::unique_ptr<const dcache_settings>> _all DCACHE_GUARDED_BY(_m);
+	std::atomic<const dcache_settings *> _current;
+};
+
+} // namespace dcache::core
+
+struct dcache_export {
+	dcache_export(const dcache_settings &s, const char *name, dcache::io::backend *b);
+
+	std::atomic<int> refs{1};
+	char name[128] = {};
+	dcache::io::backend *backend = nullptr;
+	std::unique_ptr<dcache::io::backend> owned_backend;
+	dcache::core::export_stats stats;
+	// Half-written boundary pages of every file of the export (the ceiling
+	// is per export); Boundary_Max_Pages / _Max_Age_Ms live in it.
+	dcache::core::boundary_tracker boundary{stats};
+	std::atomic<std::uint32_t> logged{0}; // log-once bits (log.h)
+	// Asynchronous requests not yet finished.
+	dcache::core::mutex inflight_mutex;
+	std::condition_variable_any inflight_cv;
+	std::size_t inflight DCACHE_GUARDED_BY(inflight_mutex) = 0;
+	// File handles known to lie inside the export (see known_handles.h).
+	dcache::core::known_handles known{dcache::core::k_known_handles};
+	// The settings in force: every field as last given (IO_Backend and
+	// IO_Queue_Depth as asked; the backend running is `backend`).
+	dcache::core::settings_history settings;
+};
+
+namespace dcache::core {
+
+// Like dcache_export_new, over a borrowed backend (tests: the fake).
+[[nodiscard]] dcache_export *export_new_with_backend(const dcache_settings *settings, const char *name,
+						     io::backend *backend) noexcept;
+
+// Drops one reference (a file's, or the adapter's after its unexport work).
+void export_unref(dcache_export *exp) noexcept;
+
+// Live reconfiguration (dcache_export_update).
+void export_update(dcache_export &e, const dcache_settings &s);
+
+// Requests in flight (see the header comment): counted around each.
+void inflight_add(dcache_export &e) noexcept;
+// The request's very last touch of the export: after it the export may go.
+void inflight_done(dcache_export &e) noexcept;
+
+} // namespace dcache::core

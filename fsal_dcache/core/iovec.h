@@ -1,0 +1,82 @@
+// The payload's iovecs and bounce buffers: slicing a request's iovecs by
+// byte range, copying between iovecs and one buffer, and the aligned
+// scratch memory direct I/O needs when the payload is not aligned.
+//
+// Thread-safety: pure functions; an aligned_buffer belongs to one request.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace dcache::core {
+
+// posix_memalign'd scratch memory, freed on scope exit.
+class aligned_buffer {
+public:
+	aligned_buffer() = default;
+	aligned_buffer(const aligned_buffer &) = delete;
+	aligned_buffer &operator=(const aligned_buffer &) = delete;
+	~aligned_buffer() { std::free(_p); }
+
+	[[nodiscard]] bool allocate(std::size_t align, std::size_t len) noexcept
+	{
+		align = std::max<std::size_t>(align, 4096);
+		return posix_memalign(&_p, align, std::max<std::size_t>(len, 1)) == 0;
+	}
+	[[nodiscard]] std::uint8_t *data() const noexcept { return static_cast<std::uint8_t *>(_p); }
+
+private:
+	void *_p = nullptr;
+};
+
+[[nodiscard]] inline std::size_t iov_total(const struct iovec *iov, int n) noexcept
+{
+	std::size_t t = 0;
+	for (int i = 0; i < n; ++i)
+		t += iov[i].iov_len;
+	return t;
+}
+
+// The iovecs covering payload bytes [start, start+len).
+[[nodiscard]] inline std::vector<struct iovec> slice(const struct iovec *iov, int n, std::uint64_t start,
+						     std::uint64_t len)
+{
+	std::vector<struct iovec> out;
+	std::uint64_t pos = 0;
+	const std::uint64_t end = start + len;
+	for (int i = 0; i < n && pos < end; ++i) {
+		const std::uint64_t v_end = pos + iov[i].iov_len;
+		const std::uint64_t lo = std::max(pos, start), hi = std::min(v_end, end);
+		if (lo < hi)
+			out.push_back({static_cast<char *>(iov[i].iov_base) + (lo - pos),
+				       static_cast<std::size_t>(hi - lo)});
+		pos = v_end;
+	}
+	return out;
+}
+
+inline void gather(const std::vector<struct iovec> &from, std::uint8_t *to) noexcept
+{
+	for (const auto &v : from) {
+		std::memcpy(to, v.iov_base, v.iov_len);
+		to += v.iov_len;
+	}
+}
+
+inline void scatter(const std::uint8_t *from, std::size_t n, const struct iovec *iov, int count) noexcept
+{
+	for (int i = 0; i < count && n > 0; ++i) {
+		const std::size_t k = std::min(n, iov[i].iov_len);
+		std::memcpy(iov[i].iov_base, from, k);
+		from += k;
+		n -= k;
+	}
+}
+
+} // namespace dcache::core

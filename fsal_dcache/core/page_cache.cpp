@@ -1,0 +1,85 @@
+#include "page_cache.h"
+
+#include "export_state.h"
+#include "file_state.h"
+#include "log.h"
+#include "sync_point.h"
+
+#include <sys/sdt.h>
+
+#include <cstring>
+
+namespace dcache::core {
+
+namespace {
+
+constexpr std::uint64_t k_drop_after_read_reach = 2u << 20;
+
+io::result range_request(dcache_export &e, io::op_kind op, int fd, std::uint64_t offset,
+			 std::uint64_t length) noexcept
+{
+	return e.backend->execute(io::request{.op = op, .fd = fd, .offset = offset, .length = length});
+}
+
+} // namespace
+
+void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	const io::result r = range_request(e, io::op_kind::sync_range, fd, offset, length);
+	if (!r.ok())
+		DCACHE_LOG_ONCE(e, sync_range_error, DCACHE_LOG_WARN, "dcache %s: sync_file_range failed: %s", e.name,
+				std::strerror(r.error));
+}
+
+int drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	e.stats.add(stat::fadvise_calls);
+	const io::result r = range_request(e, io::op_kind::fadvise_dontneed, fd, offset, length);
+	if (!r.ok()) {
+		e.stats.add(stat::fadvise_errors);
+		DCACHE_LOG_ONCE(e, fadvise_error, DCACHE_LOG_WARN, "dcache %s: posix_fadvise(DONTNEED) failed: %s",
+				e.name, std::strerror(r.error));
+	}
+	return r.error;
+}
+
+void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	flush(e, fd, offset, length);
+	(void)drop(e, fd, offset, length);
+}
+
+int drop_after_read(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept
+{
+	const std::uint64_t start = offset - offset % k_drop_after_read_reach;
+	const std::uint64_t length = eof ? 0 : offset + bytes - start; // 0: to end of file
+	return drop(e, fd, start, length);
+}
+
+void release_boundary(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own,
+		      int own_fd) noexcept
+{
+	for (const auto &r : list) {
+		DCACHE_SYNC_POINT("boundary.release");
+		dcache_file *f = r.file->owner();
+		const std::uint64_t off = r.page * k_page_size;
+		DTRACE_PROBE3(dcache, boundary_release, off, static_cast<int>(r.why), f == own);
+		if (f == own && own_fd >= 0) {
+			flush_and_drop(e, own_fd, off, k_page_size);
+		} else {
+			try {
+				if (const fd_ref other = any_descriptor(*f))
+					flush_and_drop(e, other->fd, off, k_page_size);
+				else
+					e.stats.add(stat::boundary_release_no_fd);
+			} catch (...) {
+				e.stats.add(stat::boundary_release_no_fd);
+			}
+		}
+		DCACHE_SYNC_POINT("boundary.released");
+		e.boundary.release_done(r);
+	}
+	list.clear();
+}
+
+} // namespace dcache::core

@@ -1,0 +1,268 @@
+#include "request_op.h"
+
+#include "log.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <new>
+
+namespace dcache::core {
+
+request_op::request_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done,
+		       void *done_ctx)
+	: _iovs(in.iov, in.iov + in.iov_count), _io{in.fd, in.offset, _iovs.data(), in.iov_count, in.stable}, _e(e),
+	  _f(f), _s(e.settings.current()), _caller_fd(in.fd), _done(done), _done_ctx(done_ctx),
+	  _start(std::chrono::steady_clock::now())
+{
+	_total = iov_total(_io.iov, _io.iov_count);
+	inflight_add(e);
+}
+
+request_op::~request_op() = default;
+
+void request_op::prepare(bool caller_waits)
+{
+	io::backend &b = backend();
+	if (!b.completes_inline() && !caller_waits) {
+		_own = lease_buffered(_e, _f, _caller_fd, op() == DCACHE_OP_WRITE);
+		if (_own)
+			_io.fd = _own->fd;
+		else
+			_mode = issue_mode::execute; // only the caller's descriptor: use it now
+	}
+	if (carries_credentials() && !b.completes_inline())
+		capture_credentials();
+	plan();
+}
+
+// Registers the calling thread's credentials for every step (later steps
+// are submitted from the completion thread).  If that fails, the request
+// runs in this thread, as plain syscalls, which is correct.
+void request_op::capture_credentials()
+{
+	io::credentials_result r = backend().capture_credentials();
+	if (r.error == 0) {
+		_creds = std::move(r.creds);
+		return;
+	}
+	add(stat::fallback_no_personality);
+	DCACHE_LOG_ONCE(_e, no_personality, DCACHE_LOG_WARN,
+			"dcache %s: cannot register the client's credentials with io_uring (%s): such WRITEs run synchronously in the calling thread",
+			_e.name, std::strerror(r.error));
+	_mode = issue_mode::execute_now;
+}
+
+void request_op::fail(int err) noexcept
+{
+	_res = dcache_io_result{};
+	_res.error = err;
+	add(stat::errors);
+	stop();
+}
+
+io::result request_op::run_now(const io::request &req) noexcept
+{
+	return _mode == issue_mode::execute_now ? backend().execute_now(req) : backend().execute(req);
+}
+
+void request_op::rw_request(io::request &req, io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept
+{
+	req.op = op;
+	req.fd = fd;
+	req.offset = off;
+	req.iov = _cur.data();
+	req.iov_count = static_cast<int>(_cur.size());
+	req.rwf = rwf;
+	req.personality = _creds.personality();
+}
+
+dcache_io_result request_op::retire(request_op *op, bool deferred) noexcept
+{
+	op->_bounce.reset();
+	op->_direct.reset();
+	op->release();
+	dcache_export &e = op->_e;
+	e.stats.record(op->op(), static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+							      std::chrono::steady_clock::now() - op->_start)
+							      .count()));
+	const dcache_io_result res = op->_res;
+	const dcache_io_done_fn done = op->_done;
+	void *const ctx = op->_done_ctx;
+	e.stats.add(deferred ? stat::io_deferred : stat::io_inline);
+	delete op;
+	inflight_done(e); // the export may go from here on
+	if (deferred && done != nullptr)
+		done(ctx, res);
+	return res;
+}
+
+namespace {
+
+// The counter of each disposition, for a READ and for a WRITE (a READ is
+// never split: its direct range is widened instead).
+struct plan_counters {
+	disposition d;
+	stat read;
+	stat write;
+};
+constexpr plan_counters k_plan_counters[] = {
+	{disposition::buffered, stat::read_buffered, stat::write_buffered},
+	{disposition::dontcache, stat::read_dontcache, stat::write_dontcache},
+	{disposition::fadvise, stat::read_fadvise, stat::write_fadvise},
+	{disposition::direct, stat::read_direct, stat::write_direct},
+	{disposition::split, stat::read_direct, stat::write_split},
+	{disposition::no_alignment, stat::read_not_direct_no_alignment, stat::write_not_direct_no_alignment},
+	{disposition::too_small, stat::read_not_direct_too_small, stat::write_not_direct_too_small},
+	{disposition::no_middle, stat::read_not_direct_too_small, stat::write_not_direct_no_middle},
+	{disposition::mem_misaligned, stat::read_not_direct_too_small, stat::write_not_direct_mem_misaligned},
+	{disposition::fallback, stat::read_not_direct_fallback, stat::write_not_direct_fallback},
+};
+
+} // namespace
+
+void count_plan(dcache_export &e, bool write, disposition d) noexcept
+{
+	for (const plan_counters &c : k_plan_counters)
+		if (c.d == d)
+			e.stats.add(write ? c.write : c.read);
+	if (d == disposition::fallback)
+		e.stats.add(stat::fallback_no_odirect);
+}
+
+namespace {
+
+// Runs the chain from where it stands.  Returns true when the request is
+// finished (the caller retires it), false when a completion will arrive on
+// another thread, which then owns the op: the caller must not touch it.
+//
+// The hand-off: before each submit, handoff = 0.  The completion exchanges
+// in 1: if it saw 0, the submitter is still inside submit() and continues
+// the chain itself.  The submitter exchanges in 2 after submit(): if it saw
+// 1, the completion already ran inline; if 0, it is still to come and its
+// thread drives the rest.
+bool drive(request_op *op) noexcept
+{
+	try {
+		for (;;) {
+			io::request req;
+			if (!op->next(req))
+				return true;
+			if (op->blocking()) {
+				op->on_result(op->run_now(req));
+				continue;
+			}
+			op->handoff.store(0, std::memory_order_relaxed);
+			op->submit(req);
+			if (op->handoff.exchange(2, std::memory_order_acq_rel) == 0)
+				return false;
+			op->on_result(op->last);
+		}
+	} catch (const std::bad_alloc &) {
+		op->fail(ENOMEM);
+	} catch (...) {
+		op->fail(EIO);
+	}
+	return true;
+}
+
+bool valid_io(const dcache_io *io) noexcept
+{
+	if (io == nullptr || io->iov_count < 0 || (io->iov == nullptr && io->iov_count > 0) || io->fd < 0)
+		return false;
+	const std::size_t total = iov_total(io->iov, io->iov_count);
+	constexpr auto max_off = static_cast<std::uint64_t>(std::numeric_limits<off_t>::max());
+	return io->offset <= max_off && total <= max_off - io->offset;
+}
+
+dcache_io_result failed(int err) noexcept
+{
+	dcache_io_result r{};
+	r.error = err;
+	return r;
+}
+
+} // namespace
+
+void request_op::complete(io::result r) noexcept
+{
+	last = r;
+	if (handoff.exchange(1, std::memory_order_acq_rel) == 0)
+		return; // the submitter continues
+	try {
+		on_result(r);
+	} catch (...) {
+		fail(ENOMEM);
+	}
+	if (drive(this))
+		(void)retire(this, true);
+}
+
+bool start_request(dcache_export *exp, dcache_file *file, const dcache_io *io, bool write, dcache_io_done_fn done,
+		   void *done_ctx, dcache_io_result *inline_result, bool caller_waits) noexcept
+{
+	dcache_io_result dummy{};
+	dcache_io_result &out = inline_result != nullptr ? *inline_result : dummy;
+	if (exp == nullptr || file == nullptr || !valid_io(io)) {
+		out = failed(EINVAL);
+		return true;
+	}
+	request_op *op = nullptr;
+	try {
+		op = write ? new_write_op(*exp, *file, *io, done, done_ctx) : new_read_op(*exp, *file, *io, done, done_ctx);
+		op->prepare(caller_waits);
+	} catch (const std::bad_alloc &) {
+		if (op == nullptr) {
+			exp->stats.add(stat::errors);
+			out = failed(ENOMEM);
+			return true;
+		}
+		op->fail(ENOMEM);
+	} catch (...) {
+		if (op == nullptr) {
+			exp->stats.add(stat::errors);
+			out = failed(EIO);
+			return true;
+		}
+		op->fail(EIO);
+	}
+	if (!drive(op))
+		return false;
+	out = request_op::retire(op, false);
+	return true;
+}
+
+namespace {
+
+// The blocking API's wait for a deferred reply.
+struct waiter {
+	std::mutex m;
+	std::condition_variable cv;
+	bool done = false;
+	dcache_io_result res{};
+
+	static void on_done(void *ctx, dcache_io_result r)
+	{
+		auto *w = static_cast<waiter *>(ctx);
+		std::lock_guard lock(w->m); // notify under the lock: w lives on the waiter's stack
+		w->res = r;
+		w->done = true;
+		w->cv.notify_one();
+	}
+};
+
+} // namespace
+
+dcache_io_result run_blocking(dcache_export *exp, dcache_file *file, const dcache_io *io, bool write) noexcept
+{
+	waiter w;
+	dcache_io_result res{};
+	if (start_request(exp, file, io, write, &waiter::on_done, &w, &res, true))
+		return res;
+	std::unique_lock lock(w.m);
+	w.cv.wait(lock, [&] { return w.done; });
+	return w.res;
+}
+
+} // namespace dcache::core

@@ -1,0 +1,131 @@
+// One READ or WRITE from its start to its reply: a chain of steps, each
+// one backend request.  next() says what to issue, on_result() takes its
+// completion; the driver (driver.cpp) alternates them on whichever thread
+// holds the request, and retire() is the one place a request is torn down.
+//
+// What each op decides: nothing about direct or not (the planner, and for
+// errors the fallback table); it follows the plan, keeps the state between
+// steps (leases, bounce buffer, fence, held pages, bytes done) and counts.
+//
+// Thread-safety: a request is driven by one thread at a time (the
+// hand-off in driver.cpp moves it between the submitter and the
+// completion thread); its export and file are shared and thread-safe.
+#pragma once
+
+#include "dcache/core.h"
+#include "dcache_io/backend.h"
+#include "export_state.h"
+#include "fd_ref.h"
+#include "file_state.h"
+#include "iovec.h"
+#include "planner.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace dcache::core {
+
+// How a request's steps are issued.
+enum class issue_mode : std::uint8_t {
+	submit,      // asynchronous: completions arrive on the backend's thread
+	execute,     // blocking, through the backend, on the calling thread
+	execute_now, // blocking, as plain syscalls in the calling thread (no
+		     // credentials were captured to carry elsewhere)
+};
+
+class request_op : public io::completion {
+public:
+	request_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done, void *done_ctx);
+	request_op(const request_op &) = delete;
+	request_op &operator=(const request_op &) = delete;
+	virtual ~request_op();
+
+	// In the start call, where the caller's descriptor is valid: chooses
+	// the descriptors and how to issue, then plans.  caller_waits: the
+	// blocking API, whose descriptor outlives the whole request.
+	void prepare(bool caller_waits);
+	// The next request to issue; false when the request is finished.
+	[[nodiscard]] virtual bool next(io::request &req) = 0;
+	virtual void on_result(io::result r) = 0;
+	// Ends the request with err: nothing more is issued.
+	void fail(int err) noexcept;
+
+	// Hands one step to the backend; complete() takes its answer.
+	void submit(const io::request &req) noexcept { backend().submit(req, *this); }
+	// Issues one step as the request's issue_mode says, blocking.
+	[[nodiscard]] io::result run_now(const io::request &req) noexcept;
+	[[nodiscard]] bool blocking() const noexcept { return _mode != issue_mode::submit; }
+
+	// io::completion: the backend's answer to a submitted step.
+	void complete(io::result r) noexcept override;
+
+	// The one tear-down, in this order: the engine's hold on everything is
+	// released (bounce buffer, O_DIRECT lease, fence, held boundary pages),
+	// the latency recorded, the op deleted (its descriptor lease with it),
+	// the export let go; then, for a deferred request, done is called with
+	// the reply.  Returns the reply.
+	static dcache_io_result retire(request_op *op, bool deferred) noexcept;
+
+	// Submission hand-off (driver.cpp).
+	std::atomic<int> handoff{0};
+	io::result last;
+
+protected:
+	virtual void plan() = 0;
+	// Into the op's final state (fail()).
+	virtual void stop() noexcept = 0;
+	// The op's own tear-down (WRITE: fence, held pages), before the
+	// latency is recorded.
+	virtual void release() noexcept {}
+	[[nodiscard]] virtual dcache_op op() const noexcept = 0;
+	[[nodiscard]] virtual bool carries_credentials() const noexcept { return false; }
+
+	void rw_request(io::request &req, io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept;
+	void add(stat st, std::uint64_t n = 1) const noexcept { _e.stats.add(st, n); }
+	[[nodiscard]] io::backend &backend() const noexcept { return *_e.backend; }
+	// The file's alignment, probed through the caller's descriptor.
+	[[nodiscard]] io::dio_caps dio_caps() { return probe_caps(_e, _f, _caller_fd); }
+
+	std::vector<struct iovec> _iovs; // copy of the caller's array
+	dcache_io _io;                    // fd: the descriptor non-direct steps use
+	dcache_export &_e;
+	dcache_file &_f;
+	const dcache_settings &_s; // the export's snapshot at the start
+	const int _caller_fd;      // valid during the start call only
+	issue_mode _mode = issue_mode::submit;
+	io::credentials _creds; // the caller's, for WRITE steps issued elsewhere
+	fd_ref _own;            // the buffered twin, when _io.fd is it
+	fd_ref _direct;         // the O_DIRECT lease
+	dcache_io_result _res{};
+	std::vector<struct iovec> _cur;          // iovecs of the request in flight
+	std::unique_ptr<aligned_buffer> _bounce; // lives until its step completed
+	std::uint64_t _total = 0;
+
+private:
+	void capture_credentials();
+
+	const dcache_io_done_fn _done;
+	void *const _done_ctx;
+	const std::chrono::steady_clock::time_point _start;
+};
+
+// Counts a READ's or WRITE's plan by its disposition.
+void count_plan(dcache_export &e, bool write, disposition d) noexcept;
+
+// A new op of the right kind (read_op.cpp, write_op.cpp).
+[[nodiscard]] request_op *new_read_op(dcache_export &e, dcache_file &f, const dcache_io &in,
+				      dcache_io_done_fn done, void *done_ctx);
+[[nodiscard]] request_op *new_write_op(dcache_export &e, dcache_file &f, const dcache_io &in,
+				       dcache_io_done_fn done, void *done_ctx);
+
+// The C API's READ and WRITE: dcache_*_start (caller_waits false) and the
+// blocking dcache_read/dcache_write (start, then wait).
+[[nodiscard]] bool start_request(dcache_export *exp, dcache_file *file, const dcache_io *io, bool write,
+				 dcache_io_done_fn done, void *done_ctx, dcache_io_result *inline_result,
+				 bool caller_waits) noexcept;
+[[nodiscard]] dcache_io_result run_blocking(dcache_export *exp, dcache_file *file, const dcache_io *io,
+					    bool write) noexcept;
+
+} // namespace dcache::core

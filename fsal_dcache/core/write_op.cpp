@@ -1,0 +1,376 @@
+// The WRITE operation: the planner's steps issued one after another, each
+// cached piece of a direct-mode WRITE written back before the next step,
+// then the one sync the planner asks for.
+//
+//   steps --(cached bytes written)--> write_back --> steps ...
+//   steps --(all done, an error or a short transfer)--> finishing
+//   finishing --(a sync is needed)--> syncing --> done
+//   finishing --(none)--> done
+#include "fallback.h"
+#include "log.h"
+#include "page_cache.h"
+#include "request_op.h"
+#include "settings.h"
+#include "sync_point.h"
+
+#include <sys/sdt.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace dcache::core {
+
+namespace {
+
+class write_op final : public request_op {
+public:
+	using request_op::request_op;
+
+	bool next(io::request &req) override;
+	void on_result(io::result r) override;
+
+protected:
+	void plan() override;
+	void stop() noexcept override { _state = state::done; }
+	void release() noexcept override;
+	[[nodiscard]] dcache_op op() const noexcept override { return DCACHE_OP_WRITE; }
+	// What a write does depends on who writes (setuid/setgid clearing,
+	// quota, CAP_FSETID); what a read does does not.
+	[[nodiscard]] bool carries_credentials() const noexcept override { return true; }
+
+private:
+	enum class state : std::uint8_t {
+		steps,        // issuing _steps[_idx]
+		write_back,   // the cached bytes just written go to write-back next
+		writing_back, // that write-back in flight; then _resume
+		finishing,    // every step done, or one ended the chain
+		syncing,      // the planner's sync in flight
+		done,
+	};
+
+	void enter_fence();
+	[[nodiscard]] bool fence_as_buffered(const step &st);
+	[[nodiscard]] bool issue_step(io::request &req);
+	[[nodiscard]] bool finish_steps(io::request &req);
+	void on_step_result(io::result r);
+	void on_writeback_result(io::result r) noexcept;
+	void on_sync_result(io::result r);
+
+	state _state = state::done;
+	state _resume = state::steps; // after the write-back
+	boundary_tracker::release_list _releases; // let go of during this WRITE
+	step_list _steps;
+	std::vector<write_fence::pages> _fenced; // what this WRITE holds in _f.fence
+	std::size_t _idx = 0;
+	std::uint64_t _written = 0;
+	int _err = 0;
+	int _issued_rwf = 0;      // of the step in flight
+	bool _drop_after = false; // DONTCACHE asked, plain issued
+	std::uint64_t _wb_lo = 0, _wb_hi = 0; // pages of the write-back
+	sync_kind _sync = sync_kind::none;
+};
+
+void write_op::plan()
+{
+	// Opportunistic age limit: the tracker has no thread of its own.
+	_e.boundary.reap(boundary_tracker::clock::now(), _releases);
+	add(stat::writes);
+	const std::span<const struct iovec> iov(_io.iov, static_cast<std::size_t>(_io.iov_count));
+	plan_caps pc;
+	if (is_direct_mode(_s.io_cache_write)) {
+		pc.dio = dio_caps();
+		pc.odirect = _f.caps.odirect();
+	}
+	core::plan p = plan_write(_s, pc, _io.offset, iov);
+	if (p.has_direct()) {
+		_direct = lease_direct(_e, _f, _caller_fd, true);
+		if (!_direct) {
+			pc.odirect = false; // no O_DIRECT descriptor: as if refused
+			p = plan_write(_s, pc, _io.offset, iov);
+		}
+	}
+	count_plan(_e, true, p.disp);
+	DTRACE_PROBE4(dcache, write_plan, _io.offset, _total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
+	_steps = write_steps(_s, p, _io.offset, _total);
+	enter_fence();
+	_state = state::steps;
+}
+
+// Before anything is issued: the pages of every step, by kind, in the
+// file's fence (see write_fence.h).
+void write_op::enter_fence()
+{
+	std::vector<write_fence::pages> mine;
+	for (const step &st : _steps.all()) {
+		if (st.length == 0)
+			continue;
+		const auto p = write_fence::pages::of(st.offset, st.length,
+						      st.kind == step_kind::direct ? write_fence::kind::direct
+										   : write_fence::kind::buffered);
+		if (!mine.empty() && mine.back().k == p.k && p.first <= mine.back().last + 1)
+			mine.back().last = std::max(mine.back().last, p.last);
+		else
+			mine.push_back(p);
+	}
+	if (mine.empty())
+		return;
+	if (_f.fence.enter(mine))
+		add(stat::write_fence_waits);
+	_fenced = std::move(mine); // from here on release() leaves
+}
+
+// A direct step about to be reissued through the page cache: its pages
+// become buffered in the fence, if no other WRITE holds them direct.
+bool write_op::fence_as_buffered(const step &st)
+{
+	const auto p = write_fence::pages::of(st.offset, st.length, write_fence::kind::direct);
+	const auto it = std::find(_fenced.begin(), _fenced.end(), p);
+	if (it == _fenced.end())
+		return true; // not fenced (nothing was entered): nothing to change
+	if (!_f.fence.try_make_buffered(p))
+		return false;
+	it->k = write_fence::kind::buffered; // what leave() must find
+	return true;
+}
+
+bool write_op::next(io::request &req)
+{
+	switch (_state) {
+	case state::write_back:
+		// Before the next step (a direct middle may follow) and before
+		// the sync: the cached bytes just written go to the filesystem's
+		// write-back now.
+		_state = state::writing_back;
+		req = io::request{.op = io::op_kind::writeback, .fd = _io.fd, .offset = _wb_lo, .length = _wb_hi - _wb_lo};
+		return true;
+	case state::steps:
+		if (_idx < _steps.n) {
+			if (issue_step(req))
+				return true;
+			return next(req); // it could not be issued: finishing
+		}
+		_state = state::finishing;
+		return finish_steps(req);
+	case state::finishing: return finish_steps(req);
+	case state::writing_back:
+	case state::syncing:
+	case state::done: break;
+	}
+	return false;
+}
+
+bool write_op::issue_step(io::request &req)
+{
+	step &st = _steps.items[_idx];
+	_cur = slice(_io.iov, _io.iov_count, st.offset - _io.offset, st.length);
+	if (st.kind == step_kind::tracked) {
+		if (_e.boundary.claim(_f.boundary, st.offset / k_page_size, boundary_tracker::clock::now(), _releases)) {
+			DCACHE_SYNC_POINT("boundary.claim");
+		} else {
+			st.kind = step_kind::dontcache; // refused: the ordinary edge
+		}
+	}
+	const step_flags fl = flags_for(true, st.kind, _f.caps.dontcache());
+	_issued_rwf = fl.rwf;
+	_drop_after = fl.drop_after;
+	int fd = _io.fd;
+	if (st.kind == step_kind::direct) {
+		if (st.bounce && !_bounce) {
+			auto buf = std::make_unique<aligned_buffer>();
+			if (!buf->allocate(_f.caps.dio.mem_align, st.length)) {
+				_err = ENOMEM;
+				_state = state::finishing;
+				return false;
+			}
+			gather(_cur, buf->data());
+			_bounce = std::move(buf);
+			add(stat::write_bounce_copies);
+		}
+		if (_bounce)
+			_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(st.length)});
+		fd = _direct->fd;
+	}
+	rw_request(req, io::op_kind::write, fd, st.offset, _issued_rwf);
+	return true;
+}
+
+bool write_op::finish_steps(io::request &req)
+{
+	_bounce.reset();
+	if (_err != 0) {
+		add(stat::errors);
+		if (_written == 0) {
+			_res.error = _err;
+			_state = state::done;
+			return false;
+		}
+		// Earlier steps landed: report a short write (the client resends
+		// the rest and meets the error then), like write(2).
+	}
+	_res.bytes = _written;
+	add(stat::write_bytes, _written);
+	// One sync per WRITE, after all its steps completed, never per step
+	// (io_uring does not order it after earlier writes: it is submitted
+	// from the last step's completion).
+	_sync = write_sync(_s, _io.stable);
+	if (_sync == sync_kind::none) {
+		_state = state::done;
+		return false;
+	}
+	_state = state::syncing;
+	req = io::request{};
+	req.op = _sync == sync_kind::fsync ? io::op_kind::fsync : io::op_kind::fdatasync;
+	req.fd = _io.fd;
+	req.personality = _creds.personality();
+	return true;
+}
+
+void write_op::on_result(io::result r)
+{
+	switch (_state) {
+	case state::writing_back:
+		on_writeback_result(r);
+		_state = _resume;
+		return;
+	case state::syncing: on_sync_result(r); return;
+	case state::steps: on_step_result(r); return;
+	case state::write_back:
+	case state::finishing:
+	case state::done: return;
+	}
+}
+
+void write_op::on_step_result(io::result r)
+{
+	step &st = _steps.items[_idx];
+	switch (fallback_for(attempt::write, st.kind, _issued_rwf, r.error)) {
+	case fallback::retry_without_dontcache:
+		learn_no_dontcache(_e, _f);
+		return; // next() reissues the step without the flag
+	case fallback::through_page_cache:
+		if (!fence_as_buffered(st)) {
+			// Another WRITE of these pages is in flight direct: going
+			// buffered now is the collision the fence is for.
+			_err = r.error;
+			_state = state::finishing;
+			return;
+		}
+		note_direct_refused(_e, attempt::write, r.error, st.offset, st.length);
+		st = through_page_cache(_s, attempt::write, st);
+		_bounce.reset();
+		return; // next() reissues it
+	case fallback::none:
+	case fallback::no_nowait: break;
+	}
+	bool write_back = false;
+	switch (st.kind) {
+	case step_kind::direct:
+		_bounce.reset(); // the middle completed: its copy is no longer lent out
+		if (r.ok())
+			add(stat::direct_bytes, r.bytes);
+		break;
+	case step_kind::dontcache:
+		if (_drop_after) {
+			// The DONTCACHE way without DONTCACHE: buffered, then write
+			// back and drop what was written.
+			add(stat::fallback_no_dontcache);
+			if (r.ok()) {
+				add(stat::buffered_bytes, r.bytes);
+				if (r.bytes > 0)
+					flush_and_drop(_e, _io.fd, st.offset, r.bytes);
+			}
+		} else if (r.ok()) {
+			add(stat::dontcache_bytes, r.bytes);
+		}
+		break;
+	case step_kind::tracked:
+		DCACHE_SYNC_POINT("boundary.complete");
+		_e.boundary.complete(_f.boundary, st.offset / k_page_size, static_cast<std::uint32_t>(st.offset % k_page_size),
+				     r.ok() ? static_cast<std::uint32_t>(r.bytes) : 0, _releases);
+		// Written back even when this write completed the page (it is
+		// dropped when the WRITE finishes): the neighbour that wrote the
+		// other part may still be in flight, its write-back not yet
+		// started, while this WRITE's direct middle goes out next.
+		[[fallthrough]];
+	case step_kind::buffered:
+		if (r.ok()) {
+			add(stat::buffered_bytes, r.bytes);
+			write_back = st.writeback && r.bytes > 0;
+		}
+		break;
+	}
+	state then = state::steps;
+	if (!r.ok()) {
+		_err = r.error;
+		then = state::finishing;
+	} else {
+		_written += r.bytes;
+		if (r.bytes < st.length) {
+			add(stat::short_transfers);
+			then = state::finishing;
+		} else {
+			++_idx;
+		}
+	}
+	if (!write_back) {
+		_state = then;
+		return;
+	}
+	_wb_lo = st.offset - st.offset % k_page_size;
+	const std::uint64_t end = st.offset + r.bytes;
+	_wb_hi = end + (k_page_size - end % k_page_size) % k_page_size;
+	_resume = then;
+	_state = state::write_back;
+}
+
+// The data is written either way; a failed write-back only leaves the
+// pages dirty (the kernel's own write-back, the sync or the COMMIT will
+// meet the error again and report it).
+void write_op::on_writeback_result(io::result r) noexcept
+{
+	add(stat::edge_writebacks);
+	if (r.ok())
+		return;
+	add(stat::edge_writeback_errors);
+	DCACHE_LOG_ONCE(_e, writeback_error, DCACHE_LOG_WARN,
+			"dcache %s: sync_file_range(SYNC_FILE_RANGE_WRITE) of a WRITE's cached edge failed: %s", _e.name,
+			std::strerror(r.error));
+}
+
+void write_op::on_sync_result(io::result r)
+{
+	_state = state::done;
+	add(_sync == sync_kind::fsync ? stat::syncs_fsync : stat::syncs_fdatasync);
+	if (!r.ok()) {
+		// Nothing may be claimed stable; the error goes to the client.
+		add(stat::errors);
+		_res.error = r.error;
+		return;
+	}
+	_res.stable = true;
+	add(stat::writes_reply_stable);
+	if (!_io.stable)
+		add(stat::writes_raised_stable);
+	if (_s.io_cache_write == DCACHE_MODE_FADVISE && _io.stable && _written > 0)
+		flush_and_drop(_e, _io.fd, _io.offset, _written);
+}
+
+void write_op::release() noexcept
+{
+	if (!_fenced.empty())
+		_f.fence.leave(_fenced);
+	// After the steps (the completing writer's data is in the page) and
+	// after the sync (the page is clean, the write-back is free).
+	if (!_releases.empty())
+		release_boundary(_e, _releases, &_f, _io.fd);
+}
+
+} // namespace
+
+request_op *new_write_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done,
+			 void *done_ctx)
+{
+	return new write_op(e, f, in, done, done_ctx);
+}
+
+} // namespace dcache::core
