@@ -8,7 +8,7 @@
 #                         [--memcg-limit BYTES]
 #
 # Workloads (each repeated, medians reported):
-#   mix        the seeds' job: 60/40 read/write, 1 MiB, 16 jobs, iodepth 16,
+#   mix        the reference job: 60/40 read/write, 1 MiB, 16 jobs, iodepth 16,
 #              SIZE in total per variant (default 1G), pattern-verified
 #   randread   4 KiB random reads, 4 jobs x iodepth 16, RUNTIME seconds
 #   randwrite  4 KiB random writes, same shape

@@ -200,7 +200,7 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
     s.filename = value;
     return std::nullopt;
   }
-  // fio keys that mean nothing here but appear in the seeds' job files
+  // fio keys that mean nothing here but appear in fio job files
   if (key == "ioengine" || key == "group_reporting" || key == "direct") return std::nullopt;
   return parse_error{"unknown setting '" + std::string(key_in) + "'"};
 }

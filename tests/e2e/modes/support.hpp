@@ -30,11 +30,8 @@ class fsal_stats {
   // Returns 0, or -errno with the reason in why.
   [[nodiscard]] int load(std::string& why);
   // Zeroes every export's counters (Ganesha's ResetStats). The tests reset
-  // before each measurement instead of subtracting two readings: the
-  // plugin's GetFSALStats reply puts every non-zero counter of every export
-  // into ONE DBus struct, whose signature grows 5 characters per entry and
-  // passes D-Bus's 255-character limit at ~50 entries, which crashes
-  // ganesha.nfsd (see the report). One export's counters stay below that.
+  // before each measurement rather than subtract two readings, so each
+  // check reads only what its own requests did.
   [[nodiscard]] static int reset(std::string& why);
   [[nodiscard]] std::uint64_t get(int export_id, const std::string& counter) const;
   [[nodiscard]] const std::map<std::string, std::uint64_t>& all() const { return _values; }

@@ -38,10 +38,10 @@ TEST(JobParse, Sizes) {
   EXPECT_FALSE(db::parse_size("99999999999999999999G"));
 }
 
-TEST(JobParse, SeedStyleJobFile) {
+TEST(JobParse, FioStyleJobFile) {
   db::job_spec s;
   const char* text =
-      "; the seeds' workload\n"
+      "; the reference workload\n"
       "[global]\n"
       "ioengine=nfs\n"
       "url=nfs://127.0.0.1/dcache\n"
