@@ -29,25 +29,37 @@
  * load_config_from_node tests the type at +0x30 against TYPE_BLOCK = 2).
  */
 _Static_assert(sizeof(struct config_node) == 88, "config_node size");
-_Static_assert(offsetof(struct config_node, filename) == 32, "config_node.filename");
-_Static_assert(offsetof(struct config_node, linenumber) == 40, "config_node.linenumber");
+_Static_assert(offsetof(struct config_node, filename) == 32,
+	       "config_node.filename");
+_Static_assert(offsetof(struct config_node, linenumber) == 40,
+	       "config_node.linenumber");
 _Static_assert(offsetof(struct config_node, type) == 48, "config_node.type");
-_Static_assert(offsetof(struct config_node, u.term.type) == 56, "config_node.u.term.type");
-_Static_assert(offsetof(struct config_node, u.term.op_code) == 64, "config_node.u.term.op_code");
-_Static_assert(offsetof(struct config_node, u.term.varvalue) == 72, "config_node.u.term.varvalue");
-_Static_assert(offsetof(struct config_node, u.nterm.name) == 56, "config_node.u.nterm.name");
-_Static_assert(offsetof(struct config_node, u.nterm.parent) == 64, "config_node.u.nterm.parent");
-_Static_assert(offsetof(struct config_node, u.nterm.sub_nodes) == 72, "config_node.u.nterm.sub_nodes");
-_Static_assert(TYPE_ROOT == 1 && TYPE_BLOCK == 2 && TYPE_STMT == 3 && TYPE_TERM == 4, "node types");
+_Static_assert(offsetof(struct config_node, u.term.type) == 56,
+	       "config_node.u.term.type");
+_Static_assert(offsetof(struct config_node, u.term.op_code) == 64,
+	       "config_node.u.term.op_code");
+_Static_assert(offsetof(struct config_node, u.term.varvalue) == 72,
+	       "config_node.u.term.varvalue");
+_Static_assert(offsetof(struct config_node, u.nterm.name) == 56,
+	       "config_node.u.nterm.name");
+_Static_assert(offsetof(struct config_node, u.nterm.parent) == 64,
+	       "config_node.u.nterm.parent");
+_Static_assert(offsetof(struct config_node, u.nterm.sub_nodes) == 72,
+	       "config_node.u.nterm.sub_nodes");
+_Static_assert(TYPE_ROOT == 1 && TYPE_BLOCK == 2 && TYPE_STMT == 3 &&
+		       TYPE_TERM == 4,
+	       "node types");
 
 static const char *where(const struct config_node *n, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s:%d", n->filename ? n->filename : "?", n->linenumber);
+	snprintf(buf, len, "%s:%d", n->filename ? n->filename : "?",
+		 n->linenumber);
 	return buf;
 }
 
 /* -1 when name is not one of the settings. */
-static int setting_index(const char *name, const char *const names[], size_t count)
+static int setting_index(const char *name, const char *const names[],
+			 size_t count)
 {
 	for (size_t i = 0; i < count; ++i)
 		if (name != NULL && strcasecmp(name, names[i]) == 0)
@@ -76,7 +88,8 @@ static void text_on_line(const struct config_node *stmt, char *out, size_t len)
 	fclose(f);
 	if (n != stmt->linenumber)
 		return;
-	for (char *p = line; (p = strcasestr(p, stmt->u.nterm.name)) != NULL; ++p) {
+	for (char *p = line; (p = strcasestr(p, stmt->u.nterm.name)) != NULL;
+	     ++p) {
 		char *v = p + strlen(stmt->u.nterm.name);
 
 		while (*v == ' ' || *v == '\t')
@@ -102,7 +115,8 @@ static void text_on_line(const struct config_node *stmt, char *out, size_t len)
  * (quoted text without the quotes). */
 static char *raw_value(const struct config_node *stmt)
 {
-	const struct config_node *term = glist_first_entry(&stmt->u.nterm.sub_nodes, struct config_node, node);
+	const struct config_node *term = glist_first_entry(
+		&stmt->u.nterm.sub_nodes, struct config_node, node);
 	const char *op = term->u.term.op_code ? term->u.term.op_code : "";
 	const char *val = term->u.term.varvalue ? term->u.term.varvalue : "";
 	const size_t len = strlen(op) + strlen(val) + 1;
@@ -123,8 +137,10 @@ bool dcache_conf_read(void *block, const char *const names[], size_t count,
 		values[i] = NULL;
 	if (blk == NULL || blk->type != TYPE_BLOCK)
 		return true;
-	glist_for_each(ns, &blk->u.nterm.sub_nodes) {
-		struct config_node *n = glist_entry(ns, struct config_node, node);
+	glist_for_each(ns, &blk->u.nterm.sub_nodes)
+	{
+		struct config_node *n =
+			glist_entry(ns, struct config_node, node);
 		const int i = setting_index(n->u.nterm.name, names, count);
 		size_t terms;
 
@@ -132,24 +148,31 @@ bool dcache_conf_read(void *block, const char *const names[], size_t count,
 			continue;
 		where(n, at, sizeof(at));
 		if (n->type == TYPE_BLOCK) {
-			snprintf(why, why_len,
-				 "%s { ... } (%s) is a block; a setting takes one value: %s = VALUE; (allowed: %s)",
-				 names[i], at, names[i], dcache_settings_allowed(names[i]));
+			snprintf(
+				why, why_len,
+				"%s { ... } (%s) is a block; a setting takes one value: %s = VALUE; (allowed: %s)",
+				names[i], at, names[i],
+				dcache_settings_allowed(names[i]));
 			return false;
 		}
 		terms = glist_length(&n->u.nterm.sub_nodes);
 		if (terms == 0) {
 			text_on_line(n, dropped, sizeof(dropped));
 			dcache_settings_quote(dropped, shown, sizeof(shown));
-			snprintf(why, why_len,
-				 "%s = %s (%s) has no value Ganesha's parser could read (see its syntax error above: a unit such as 64k, an exponent such as 1e3, a missing ';' or nothing before ';' is not a value); allowed: %s",
-				 names[i], dropped[0] != '\0' ? shown : "(nothing)", at,
-				 dcache_settings_allowed(names[i]));
+			snprintf(
+				why, why_len,
+				"%s = %s (%s) has no value Ganesha's parser could read (see its syntax error above: a unit such as 64k, an exponent such as 1e3, a missing ';' or nothing before ';' is not a value); allowed: %s",
+				names[i],
+				dropped[0] != '\0' ? shown : "(nothing)", at,
+				dcache_settings_allowed(names[i]));
 			return false;
 		}
 		if (terms > 1) {
-			snprintf(why, why_len, "%s (%s) is given %zu values; it takes one (allowed: %s)",
-				 names[i], at, terms, dcache_settings_allowed(names[i]));
+			snprintf(
+				why, why_len,
+				"%s (%s) is given %zu values; it takes one (allowed: %s)",
+				names[i], at, terms,
+				dcache_settings_allowed(names[i]));
 			return false;
 		}
 		if (values[i] != NULL) {
@@ -157,18 +180,24 @@ bool dcache_conf_read(void *block, const char *const names[], size_t count,
 			struct glist_head *ps;
 
 			first_at[0] = '\0';
-			glist_for_each(ps, &blk->u.nterm.sub_nodes) {
-				const struct config_node *p = glist_entry(ps, struct config_node, node);
+			glist_for_each(ps, &blk->u.nterm.sub_nodes)
+			{
+				const struct config_node *p = glist_entry(
+					ps, struct config_node, node);
 
 				if (p == n)
 					break;
-				if (strcasecmp(p->u.nterm.name, names[i]) == 0 && first_at[0] == '\0')
+				if (strcasecmp(p->u.nterm.name, names[i]) ==
+					    0 &&
+				    first_at[0] == '\0')
 					where(p, first_at, sizeof(first_at));
 			}
 			dcache_settings_quote(values[i], shown, sizeof(shown));
 			dcache_settings_quote(again, shown2, sizeof(shown2));
-			snprintf(why, why_len, "%s is set more than once (%s at %s, then %s at %s); set it once",
-				 names[i], shown, first_at, shown2, at);
+			snprintf(
+				why, why_len,
+				"%s is set more than once (%s at %s, then %s at %s); set it once",
+				names[i], shown, first_at, shown2, at);
 			gsh_free(again);
 			return false;
 		}
@@ -178,28 +207,32 @@ bool dcache_conf_read(void *block, const char *const names[], size_t count,
 }
 
 /* A DCACHE setting among the statements of blk: true, with why[]. */
-static bool stray_in(const struct config_node *blk, const char *what, const char *const names[],
-		     size_t count, char *why, size_t why_len)
+static bool stray_in(const struct config_node *blk, const char *what,
+		     const char *const names[], size_t count, char *why,
+		     size_t why_len)
 {
 	struct glist_head *ns;
 	char at[300];
 
-	glist_for_each(ns, &blk->u.nterm.sub_nodes) {
-		const struct config_node *n = glist_entry(ns, struct config_node, node);
+	glist_for_each(ns, &blk->u.nterm.sub_nodes)
+	{
+		const struct config_node *n =
+			glist_entry(ns, struct config_node, node);
 		const int i = setting_index(n->u.nterm.name, names, count);
 
 		if (n->type == TYPE_TERM || i < 0)
 			continue;
-		snprintf(why, why_len,
-			 "%s (%s) is in %s; DCACHE settings belong in the export's FSAL { Name = DCACHE; ... } block",
-			 names[i], where(n, at, sizeof(at)), what);
+		snprintf(
+			why, why_len,
+			"%s (%s) is in %s; DCACHE settings belong in the export's FSAL { Name = DCACHE; ... } block",
+			names[i], where(n, at, sizeof(at)), what);
 		return true;
 	}
 	return false;
 }
 
-bool dcache_conf_misplaced(void *block, const char *const names[], size_t count, char *why,
-			   size_t why_len)
+bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
+			   char *why, size_t why_len)
 {
 	struct config_node *blk = block, *exp, *root;
 	struct glist_head *ns;
@@ -207,34 +240,48 @@ bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
 	if (blk == NULL || blk->type != TYPE_BLOCK)
 		return false;
 	/* the nested FSAL block (the sub-FSAL's own) */
-	glist_for_each(ns, &blk->u.nterm.sub_nodes) {
-		const struct config_node *n = glist_entry(ns, struct config_node, node);
+	glist_for_each(ns, &blk->u.nterm.sub_nodes)
+	{
+		const struct config_node *n =
+			glist_entry(ns, struct config_node, node);
 
-		if (n->type == TYPE_BLOCK && strcasecmp(n->u.nterm.name, "FSAL") == 0 &&
-		    stray_in(n, "the nested FSAL block (the sub-FSAL's own)", names, count, why, why_len))
+		if (n->type == TYPE_BLOCK &&
+		    strcasecmp(n->u.nterm.name, "FSAL") == 0 &&
+		    stray_in(n, "the nested FSAL block (the sub-FSAL's own)",
+			     names, count, why, why_len))
 			return true;
 	}
 	/* the EXPORT block around it */
 	exp = blk->u.nterm.parent;
-	if (exp != NULL && exp->type == TYPE_BLOCK && stray_in(exp, "the EXPORT block", names, count, why, why_len))
+	if (exp != NULL && exp->type == TYPE_BLOCK &&
+	    stray_in(exp, "the EXPORT block", names, count, why, why_len))
 		return true;
 	/* EXPORT_DEFAULTS, and its FSAL blocks */
-	for (root = exp; root != NULL && root->type != TYPE_ROOT; root = root->u.nterm.parent)
+	for (root = exp; root != NULL && root->type != TYPE_ROOT;
+	     root = root->u.nterm.parent)
 		;
 	if (root == NULL)
 		return false;
-	glist_for_each(ns, &root->u.nterm.sub_nodes) {
-		const struct config_node *d = glist_entry(ns, struct config_node, node);
+	glist_for_each(ns, &root->u.nterm.sub_nodes)
+	{
+		const struct config_node *d =
+			glist_entry(ns, struct config_node, node);
 		struct glist_head *fs;
 
-		if (d->type != TYPE_BLOCK || strcasecmp(d->u.nterm.name, "EXPORT_DEFAULTS") != 0)
+		if (d->type != TYPE_BLOCK ||
+		    strcasecmp(d->u.nterm.name, "EXPORT_DEFAULTS") != 0)
 			continue;
-		if (stray_in(d, "the EXPORT_DEFAULTS block", names, count, why, why_len))
+		if (stray_in(d, "the EXPORT_DEFAULTS block", names, count, why,
+			     why_len))
 			return true;
-		glist_for_each(fs, &d->u.nterm.sub_nodes) {
-			const struct config_node *f = glist_entry(fs, struct config_node, node);
+		glist_for_each(fs, &d->u.nterm.sub_nodes)
+		{
+			const struct config_node *f =
+				glist_entry(fs, struct config_node, node);
 
-			if (f->type == TYPE_BLOCK && stray_in(f, "a block of EXPORT_DEFAULTS", names, count, why, why_len))
+			if (f->type == TYPE_BLOCK &&
+			    stray_in(f, "a block of EXPORT_DEFAULTS", names,
+				     count, why, why_len))
 				return true;
 		}
 	}

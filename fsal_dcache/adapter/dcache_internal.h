@@ -46,14 +46,14 @@ struct dcache_object_id {
 #define DCACHE_MAX_ANCESTORS 64
 
 struct dcache_fsal_export {
-	struct fsal_export export;          /* ours; export.sub_export is VFS's */
-	struct dcache_export *core;         /* policy, counters (C++ core) */
-	struct dcache_object_id root;       /* see dcache_lookup() */
+	struct fsal_export export;    /* ours; export.sub_export is VFS's */
+	struct dcache_export *core;   /* policy, counters (C++ core) */
+	struct dcache_object_id root; /* see dcache_lookup() */
 	/* the directories above the root, up to "/" (see dcache_lookup()) */
 	struct dcache_object_id ancestors[DCACHE_MAX_ANCESTORS];
 	size_t n_ancestors;
 	uint16_t export_id;
-	char *path;                         /* export path, for log lines */
+	char *path; /* export path, for log lines */
 };
 
 struct dcache_obj_handle {
@@ -119,9 +119,9 @@ static inline void dcache_leave_scope(struct fsal_export **saved)
 	op_ctx->fsal_export = *saved;
 }
 
-#define DCACHE_SUB_SCOPE(ours)                                               \
-	struct fsal_export *dcache_saved_export_                             \
-		__attribute__((cleanup(dcache_leave_scope), unused)) =       \
+#define DCACHE_SUB_SCOPE(ours)                                         \
+	struct fsal_export *dcache_saved_export_                       \
+		__attribute__((cleanup(dcache_leave_scope), unused)) = \
 			dcache_enter_sub(ours)
 
 /*
@@ -137,9 +137,9 @@ static inline struct fsal_export *dcache_enter_upper(struct fsal_export *ours)
 	return saved;
 }
 
-#define DCACHE_UPPER_SCOPE(ours)                                             \
-	struct fsal_export *dcache_saved_export_                             \
-		__attribute__((cleanup(dcache_leave_scope), unused)) =       \
+#define DCACHE_UPPER_SCOPE(ours)                                       \
+	struct fsal_export *dcache_saved_export_                       \
+		__attribute__((cleanup(dcache_leave_scope), unused)) = \
 			dcache_enter_upper(ours)
 
 /* export.c */

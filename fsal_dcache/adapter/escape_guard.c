@@ -25,8 +25,8 @@
 
 static struct dcache_object_id id_of(const struct fsal_obj_handle *obj)
 {
-	return (struct dcache_object_id){ .fsid = obj->fsid,
-					  .fileid = obj->fileid };
+	return (struct dcache_object_id){.fsid = obj->fsid,
+					 .fileid = obj->fileid};
 }
 
 static bool same_object(const struct dcache_object_id *id,
@@ -151,7 +151,8 @@ static void log_refused_outside(const struct dcache_fsal_export *exp,
 				const struct fsal_obj_handle *sub_handle)
 {
 	LogWarn(COMPONENT_FSAL,
-		"DCACHE: export %u (%s): refused a file handle of a directory outside the export (fileid %" PRIu64 ")",
+		"DCACHE: export %u (%s): refused a file handle of a directory outside the export (fileid %" PRIu64
+		")",
 		exp->export_id, exp->path, sub_handle->fileid);
 }
 
@@ -166,7 +167,7 @@ static fsal_status_t check_unknown_handle(struct dcache_fsal_export *exp,
 	struct fsal_export *sub = exp->export.sub_export;
 	struct fsal_obj_handle *sub_handle = NULL;
 	char copy[NFS4_FHSIZE];
-	struct gsh_buffdesc desc = { copy, fh_desc->len };
+	struct gsh_buffdesc desc = {copy, fh_desc->len};
 	fsal_status_t status;
 	bool inside;
 
@@ -202,9 +203,8 @@ static fsal_status_t check_unknown_handle(struct dcache_fsal_export *exp,
  * checked once (check_unknown_handle).
  */
 fsal_status_t dcache_wire_to_host(struct fsal_export *exp_hdl,
-					 fsal_digesttype_t in_type,
-					 struct gsh_buffdesc *fh_desc,
-					 int flags)
+				  fsal_digesttype_t in_type,
+				  struct gsh_buffdesc *fh_desc, int flags)
 {
 	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
 	struct fsal_export *sub = exp_hdl->sub_export;
@@ -215,13 +215,14 @@ fsal_status_t dcache_wire_to_host(struct fsal_export *exp_hdl,
 	{
 		DCACHE_SUB_SCOPE(exp_hdl);
 
-		status = sub->exp_ops.wire_to_host(sub, in_type, fh_desc, flags);
+		status =
+			sub->exp_ops.wire_to_host(sub, in_type, fh_desc, flags);
 		if (FSAL_IS_ERROR(status))
 			return status;
 		if (fh_desc->len > sizeof(key_bytes))
 			return fsalstat(ERR_FSAL_BADHANDLE, EINVAL);
 		memcpy(key_bytes, fh_desc->addr, fh_desc->len);
-		key = (struct gsh_buffdesc){ key_bytes, fh_desc->len };
+		key = (struct gsh_buffdesc){key_bytes, fh_desc->len};
 		status = sub->exp_ops.host_to_key(sub, &key);
 		if (FSAL_IS_ERROR(status))
 			return status;
@@ -239,9 +240,9 @@ fsal_status_t dcache_wire_to_host(struct fsal_export *exp_hdl,
  * access rights; such directories are refused as stale.
  */
 fsal_status_t dcache_create_handle(struct fsal_export *exp_hdl,
-					  struct gsh_buffdesc *fh_desc,
-					  struct fsal_obj_handle **handle,
-					  struct fsal_attrlist *attrs_out)
+				   struct gsh_buffdesc *fh_desc,
+				   struct fsal_obj_handle **handle,
+				   struct fsal_attrlist *attrs_out)
 {
 	struct dcache_fsal_export *exp = dcache_export_of(exp_hdl);
 	struct fsal_obj_handle *sub_handle = NULL;
@@ -333,22 +334,23 @@ static bool export_root_established(void)
 	       op_ctx->ctx_export->exp_root_obj != NULL;
 }
 
-fsal_status_t dcache_lookup(struct fsal_obj_handle *parent,
-				   const char *name,
-				   struct fsal_obj_handle **handle,
-				   struct fsal_attrlist *attrs_out)
+fsal_status_t dcache_lookup(struct fsal_obj_handle *parent, const char *name,
+			    struct fsal_obj_handle **handle,
+			    struct fsal_attrlist *attrs_out)
 {
 	struct dcache_fsal_export *exp = dcache_ctx_export();
-	struct fsal_obj_handle *sub_parent = dcache_handle_of(parent)->sub_handle;
+	struct fsal_obj_handle *sub_parent =
+		dcache_handle_of(parent)->sub_handle;
 	bool dotdot = strcmp(name, "..") == 0;
 	fsal_status_t status;
 
 	*handle = NULL;
 	if (dotdot && export_root_established() &&
 	    dcache_is_export_root(exp, sub_parent)) {
-		LogDebug(COMPONENT_FSAL,
-			 "DCACHE: export %u: \"..\" of the export root stays at the root",
-			 exp->export_id);
+		LogDebug(
+			COMPONENT_FSAL,
+			"DCACHE: export %u: \"..\" of the export root stays at the root",
+			exp->export_id);
 		return new_handle_of(exp, sub_parent, handle, attrs_out);
 	}
 	{
@@ -361,12 +363,14 @@ fsal_status_t dcache_lookup(struct fsal_obj_handle *parent,
 		    !dcache_directory_within_export(exp, *handle)) {
 			/* Expected once per export at start-up (MDCACHE's
 			 * probe of the new root's parent); a warning later. */
-			LogAtLevel(COMPONENT_FSAL,
-				   export_root_established() ? NIV_WARN
-							     : NIV_DEBUG,
-				   "DCACHE: export %u (%s): refused \"..\" from directory fileid %" PRIu64 " to fileid %" PRIu64 " outside the export",
-				   exp->export_id, exp->path,
-				   sub_parent->fileid, (*handle)->fileid);
+			LogAtLevel(
+				COMPONENT_FSAL,
+				export_root_established() ? NIV_WARN
+							  : NIV_DEBUG,
+				"DCACHE: export %u (%s): refused \"..\" from directory fileid %" PRIu64
+				" to fileid %" PRIu64 " outside the export",
+				exp->export_id, exp->path, sub_parent->fileid,
+				(*handle)->fileid);
 			(*handle)->obj_ops->release(*handle);
 			*handle = NULL;
 			return fsalstat(ERR_FSAL_ACCESS, EACCES);

@@ -37,15 +37,13 @@ struct dcache_export_args {
 };
 
 static struct config_item sub_fsal_params[] = {
-	CONF_ITEM_STR("name", 1, 10, NULL, subfsal_args, name),
-	CONFIG_EOL
-};
+	CONF_ITEM_STR("name", 1, 10, NULL, subfsal_args, name), CONFIG_EOL};
 
 /* Known to Ganesha's loader (so not "Unknown parameter"), read by
  * dcache_conf_read. */
 #define DCACHE_CONF_ITEM(name, member) CONF_ITEM_NOOP(name),
 #define DCACHE_NAME(name, member) name,
-static const char *const setting_names[] = { DCACHE_SETTINGS(DCACHE_NAME) };
+static const char *const setting_names[] = {DCACHE_SETTINGS(DCACHE_NAME)};
 #define DCACHE_SETTING_COUNT (sizeof(setting_names) / sizeof(setting_names[0]))
 
 /* For the error message: what may appear in the FSAL block. */
@@ -56,10 +54,9 @@ static const char *const setting_names[] = { DCACHE_SETTINGS(DCACHE_NAME) };
 static struct config_item export_params[] = {
 	CONF_ITEM_NOOP("name"),
 	DCACHE_SETTINGS(DCACHE_CONF_ITEM)
-	CONF_RELAX_BLOCK("FSAL", sub_fsal_params, noop_conf_init,
-			 subfsal_commit, dcache_export_args, subfsal),
-	CONFIG_EOL
-};
+		CONF_RELAX_BLOCK("FSAL", sub_fsal_params, noop_conf_init,
+				 subfsal_commit, dcache_export_args, subfsal),
+	CONFIG_EOL};
 
 static struct config_block export_param_block = {
 	.dbus_interface_name = "org.ganesha.nfsd.config.fsal.dcache-export%d",
@@ -94,19 +91,20 @@ static const char *export_path_of_ctx(void)
  */
 static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			   struct dcache_export_args *args,
-			   struct dcache_settings *settings, const char *refused)
+			   struct dcache_settings *settings,
+			   const char *refused)
 {
-	struct dcache_settings_text text = { 0 };
+	struct dcache_settings_text text = {0};
 	char *values[DCACHE_SETTING_COUNT];
 	bool was_bogus, unknown;
 	char why[512];
 	int rc;
 
 	memset(args, 0, sizeof(*args));
-	if (!dcache_conf_read(parse_node, setting_names, DCACHE_SETTING_COUNT, values,
-			      why, sizeof(why)) ||
-	    dcache_conf_misplaced(parse_node, setting_names, DCACHE_SETTING_COUNT,
-				  why, sizeof(why))) {
+	if (!dcache_conf_read(parse_node, setting_names, DCACHE_SETTING_COUNT,
+			      values, why, sizeof(why)) ||
+	    dcache_conf_misplaced(parse_node, setting_names,
+				  DCACHE_SETTING_COUNT, why, sizeof(why))) {
 		for (size_t i = 0; i < DCACHE_SETTING_COUNT; ++i)
 			gsh_free(values[i]);
 		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
@@ -220,6 +218,9 @@ static fsal_status_t dcache_get_fs_dynamic_info(struct fsal_export *exp_hdl,
 }
 
 /* Forwards an export op whose first argument is the export itself. */
+/* The parameter lists below are macro arguments, which clang-format 14
+ * would read as expressions. */
+/* clang-format off */
 #define DCACHE_EXPORT_FORWARD(ret, op, params, ...)                           \
 	static ret dcache_##op params                                         \
 	{                                                                     \
@@ -277,6 +278,7 @@ DCACHE_EXPORT_FORWARD(bool, is_superuser,
 		      (struct fsal_export *exp_hdl,
 		       const struct user_cred *creds),
 		      creds)
+/* clang-format on */
 
 void dcache_export_ops_init(struct export_ops *ops)
 {
@@ -316,7 +318,7 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	struct dcache_export_args args;
 	struct dcache_settings settings;
 	struct dcache_fsal_export *exp = NULL; /* freed on error */
-	struct fsal_export *sub = NULL;        /* released on error */
+	struct fsal_export *sub = NULL;	       /* released on error */
 	struct fsal_module *sub_fsal;
 	fsal_status_t status = fsalstat(ERR_FSAL_INVAL, EINVAL);
 	char name[64];
@@ -328,8 +330,8 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	if (sub_fsal == NULL) {
 		LogCrit(COMPONENT_CONFIG,
 			"DCACHE: export %u (%s): cannot stack on FSAL %s: it is not loaded (is libfsal%s.so in Plugins_Dir?); export refused",
-			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name,
-			args.subfsal.name);
+			export_id_of_ctx(), export_path_of_ctx(),
+			args.subfsal.name, args.subfsal.name);
 		goto out;
 	}
 	status = sub_fsal->m_ops.create_export(sub_fsal, args.subfsal.fsal_node,
@@ -338,8 +340,8 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	if (FSAL_IS_ERROR(status)) {
 		LogCrit(COMPONENT_CONFIG,
 			"DCACHE: export %u (%s): FSAL %s refused the export: %s",
-			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name,
-			msg_fsal_err(status.major));
+			export_id_of_ctx(), export_path_of_ctx(),
+			args.subfsal.name, msg_fsal_err(status.major));
 		goto out;
 	}
 	sub = op_ctx->fsal_export;
@@ -349,7 +351,8 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	    !dcache_resolve_vfs(sub->fsal)) {
 		LogCrit(COMPONENT_CONFIG,
 			"DCACHE: export %u (%s): DCACHE stacks only on FSAL VFS (got %s); export refused",
-			export_id_of_ctx(), export_path_of_ctx(), args.subfsal.name);
+			export_id_of_ctx(), export_path_of_ctx(),
+			args.subfsal.name);
 		status = fsalstat(ERR_FSAL_INVAL, EINVAL);
 		goto out;
 	}
@@ -420,8 +423,9 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 			       updated_super);
 	if (FSAL_IS_ERROR(status))
 		return status;
-	if (!parse_settings(parse_node, err_type, &args, &settings,
-			    "update refused, the export keeps its current settings")) {
+	if (!parse_settings(
+		    parse_node, err_type, &args, &settings,
+		    "update refused, the export keeps its current settings")) {
 		free_args(&args);
 		return fsalstat(ERR_FSAL_INVAL, EINVAL);
 	}

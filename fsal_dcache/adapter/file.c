@@ -51,8 +51,7 @@ _Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.share) == 0xb8,
 	       "vfs_fsal_obj_handle.u.file.share offset");
 _Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.fd) == 0xd0,
 	       "vfs_fsal_obj_handle.u.file.fd offset");
-_Static_assert(offsetof(nfs_parameter_t, core_param.enable_FSALSTATS) ==
-		       0x113,
+_Static_assert(offsetof(nfs_parameter_t, core_param.enable_FSALSTATS) == 0x113,
 	       "nfs_param.core_param.enable_FSALSTATS offset");
 
 /* ---- VFS's descriptor ----------------------------------------------------- */
@@ -70,8 +69,8 @@ static vfs_find_fd_fn vfs_find_fd;
 bool dcache_resolve_vfs(struct fsal_module *sub_fsal)
 {
 	if (vfs_find_fd == NULL && sub_fsal->dl_handle != NULL)
-		vfs_find_fd = (vfs_find_fd_fn)dlsym(sub_fsal->dl_handle,
-						    "find_fd");
+		vfs_find_fd =
+			(vfs_find_fd_fn)dlsym(sub_fsal->dl_handle, "find_fd");
 	if (vfs_find_fd == NULL)
 		LogCrit(COMPONENT_FSAL,
 			"DCACHE: FSAL %s does not export find_fd: %s",
@@ -82,8 +81,8 @@ bool dcache_resolve_vfs(struct fsal_module *sub_fsal)
 /* A descriptor borrowed from VFS for one request, and what must be undone. */
 struct vfs_borrow {
 	int fd;
-	bool has_lock; /* sub handle's obj_lock held for read */
-	bool closefd;  /* a temporary descriptor to close */
+	bool has_lock;		 /* sub handle's obj_lock held for read */
+	bool closefd;		 /* a temporary descriptor to close */
 	struct vfs_fd *state_fd; /* state's fdlock held for read */
 	struct fsal_obj_handle *sub;
 };
@@ -101,7 +100,7 @@ static fsal_status_t vfs_borrow_fd(struct dcache_obj_handle *h, bool bypass,
 {
 	fsal_status_t status;
 
-	*b = (struct vfs_borrow){ .fd = -1, .sub = h->sub_handle };
+	*b = (struct vfs_borrow){.fd = -1, .sub = h->sub_handle};
 	if (state != NULL) {
 		b->state_fd =
 			&container_of(state, struct vfs_state_fd, state)->vfs_fd;
@@ -154,8 +153,8 @@ static void reply(const struct dcache_pending *p, struct dcache_io_result r)
 		 * written and the client sends the rest. */
 		p->arg->io_amount = r.bytes;
 		/* Raised (modes 3/4), never lowered on success. */
-		p->arg->fsal_stable =
-			r.error == 0 && (p->arg->fsal_stable || r.stable);
+		p->arg->fsal_stable = r.error == 0 &&
+				      (p->arg->fsal_stable || r.stable);
 	} else if (r.error == 0) {
 		p->arg->io_amount = r.bytes;
 		p->arg->end_of_file = r.eof;
@@ -219,14 +218,16 @@ static void start_io(struct fsal_obj_handle *obj, bool bypass,
 
 		/* As VFS: the client's identity for quotas and suid clearing;
 		 * io_uring takes the submitter's credentials for its workers. */
-		if (write && !vfs_set_credentials(&op_ctx->creds, b.sub->fsal)) {
+		if (write &&
+		    !vfs_set_credentials(&op_ctx->creds, b.sub->fsal)) {
 			status = fsalstat(ERR_FSAL_PERM, EPERM);
 			goto refused;
 		}
-		inline_done = write ? dcache_write_start(exp->core, h->file, &io,
-							 reply_later, p, &result)
-				    : dcache_read_start(exp->core, h->file, &io,
-							reply_later, p, &result);
+		inline_done =
+			write ? dcache_write_start(exp->core, h->file, &io,
+						   reply_later, p, &result)
+			      : dcache_read_start(exp->core, h->file, &io,
+						  reply_later, p, &result);
 		if (write)
 			vfs_restore_ganesha_credentials(b.sub->fsal);
 	}

@@ -139,6 +139,9 @@ static int dcache_dirent_cmp(struct fsal_obj_handle *dir, const char *name1,
  * The ops that create an object (or, for open2, may): forwarded like the
  * plain ones below, and the sub-FSAL's new handle, if any, wrapped in ours.
  */
+/* The parameter lists below are macro arguments, which clang-format 14
+ * would read as expressions. */
+/* clang-format off */
 #define DCACHE_FORWARD_CREATE(op, params, ...)                                \
 	static fsal_status_t dcache_##op params                               \
 	{                                                                     \
@@ -183,6 +186,7 @@ DCACHE_FORWARD_CREATE(open2,
 		       bool *caller_perm_check),
 		      state, openflags, createmode, name, attrs_in, verifier,
 		      new_obj, attrs_out, caller_perm_check)
+/* clang-format on */
 
 /* ---- setattr2 ------------------------------------------------------------ */
 
@@ -215,6 +219,9 @@ static fsal_status_t dcache_setattr2(struct fsal_obj_handle *obj, bool bypass,
  * sub-FSAL inside DCACHE_SUB_SCOPE; the macro keeps the ~30 forwards
  * identical in shape, so a reviewer checks the pattern once.
  */
+/* The parameter lists below are macro arguments, which clang-format 14
+ * would read as expressions. */
+/* clang-format off */
 #define DCACHE_FORWARD(ret, op, params, ...)                                  \
 	static ret dcache_##op params                                         \
 	{                                                                     \
@@ -301,6 +308,7 @@ DCACHE_FORWARD(bool, is_referral,
 	       (struct fsal_obj_handle *obj, struct fsal_attrlist *attrs,
 		bool cache_attrs),
 	       attrs, cache_attrs)
+/* clang-format on */
 
 static fsal_status_t dcache_handle_to_wire(const struct fsal_obj_handle *obj,
 					   fsal_digesttype_t output_type,

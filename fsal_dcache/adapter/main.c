@@ -11,30 +11,32 @@
 /* Every fs_* export op is delegated to the sub-FSAL, so these module-wide
  * values are only what Ganesha shows before an export exists. */
 struct dcache_fsal_module dcache_module = {
-	.module = {
-		.fs_info = {
-			.maxfilesize = UINT64_MAX,
-			.maxlink = _POSIX_LINK_MAX,
-			.maxnamelen = 1024,
-			.maxpathlen = 1024,
-			.no_trunc = true,
-			.chown_restricted = true,
-			.case_preserving = true,
-			.link_support = true,
-			.symlink_support = true,
-			.lock_support = true,
-			.named_attr = true,
-			.unique_handles = true,
-			.acl_support = FSAL_ACLSUPPORT_ALLOW,
-			.cansettime = true,
-			.homogenous = true,
-			.supported_attrs = ALL_ATTRIBUTES,
-			.maxread = FSAL_MAXIOSIZE,
-			.maxwrite = FSAL_MAXIOSIZE,
-			.link_supports_permission_checks = true,
-			.expire_time_parent = -1,
+	.module =
+		{
+			.fs_info =
+				{
+					.maxfilesize = UINT64_MAX,
+					.maxlink = _POSIX_LINK_MAX,
+					.maxnamelen = 1024,
+					.maxpathlen = 1024,
+					.no_trunc = true,
+					.chown_restricted = true,
+					.case_preserving = true,
+					.link_support = true,
+					.symlink_support = true,
+					.lock_support = true,
+					.named_attr = true,
+					.unique_handles = true,
+					.acl_support = FSAL_ACLSUPPORT_ALLOW,
+					.cansettime = true,
+					.homogenous = true,
+					.supported_attrs = ALL_ATTRIBUTES,
+					.maxread = FSAL_MAXIOSIZE,
+					.maxwrite = FSAL_MAXIOSIZE,
+					.link_supports_permission_checks = true,
+					.expire_time_parent = -1,
+				},
 		},
-	},
 };
 
 /* The core logs through Ganesha's logger, under COMPONENT_FSAL. */
@@ -88,5 +90,6 @@ MODULE_INIT void dcache_module_init(void)
 MODULE_FINI void dcache_module_fini(void)
 {
 	if (unregister_fsal(&dcache_module.module) != 0)
-		fprintf(stderr, "DCACHE: failed to unregister the FSAL module\n");
+		fprintf(stderr,
+			"DCACHE: failed to unregister the FSAL module\n");
 }

@@ -34,8 +34,8 @@ static bool append_entry(DBusMessageIter *entries, const char *name,
 {
 	DBusMessageIter entry;
 
-	return dbus_message_iter_open_container(entries, DBUS_TYPE_STRUCT,
-						NULL, &entry) &&
+	return dbus_message_iter_open_container(entries, DBUS_TYPE_STRUCT, NULL,
+						&entry) &&
 	       dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING,
 					      &name) &&
 	       dbus_message_iter_append_basic(&entry, DBUS_TYPE_UINT64,
@@ -97,14 +97,16 @@ static void dcache_extract_stats(struct fsal_module *fsal_hdl, void *iter)
 
 	ok = dbus_message_iter_append_basic(reply, DBUS_TYPE_STRING,
 					    &message) &&
-	     dbus_message_iter_open_container(reply, DBUS_TYPE_ARRAY,
-					      "(stddd)", &entries);
+	     dbus_message_iter_open_container(reply, DBUS_TYPE_ARRAY, "(stddd)",
+					      &entries);
 	if (!ok) {
-		LogCrit(COMPONENT_FSAL, "DCACHE: out of memory building the statistics reply");
+		LogCrit(COMPONENT_FSAL,
+			"DCACHE: out of memory building the statistics reply");
 		return;
 	}
 	PTHREAD_RWLOCK_rdlock(&fsal_hdl->lock);
-	glist_for_each(node, &fsal_hdl->exports) {
+	glist_for_each(node, &fsal_hdl->exports)
+	{
 		ssize_t added = append_export(
 			&entries, dcache_export_of(glist_entry(
 					  node, struct fsal_export, exports)));
@@ -126,9 +128,12 @@ static void dcache_reset_stats(struct fsal_module *fsal_hdl)
 	struct glist_head *node;
 
 	PTHREAD_RWLOCK_rdlock(&fsal_hdl->lock);
-	glist_for_each(node, &fsal_hdl->exports) {
-		dcache_stats_reset(dcache_export_of(
-			glist_entry(node, struct fsal_export, exports))->core);
+	glist_for_each(node, &fsal_hdl->exports)
+	{
+		dcache_stats_reset(
+			dcache_export_of(
+				glist_entry(node, struct fsal_export, exports))
+				->core);
 	}
 	PTHREAD_RWLOCK_unlock(&fsal_hdl->lock);
 }

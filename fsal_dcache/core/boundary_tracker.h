@@ -99,7 +99,7 @@ private:
 
 	dcache_file *const _owner;
 	std::map<std::uint64_t, entry> _pages; // guarded by the tracker's _mutex
-	int _releases_in_flight = 0;           // guarded by the tracker's _mutex
+	int _releases_in_flight = 0;	       // guarded by the tracker's _mutex
 };
 
 class boundary_tracker {
@@ -108,9 +108,9 @@ public:
 
 	enum class reason : std::uint8_t {
 		completed, // both writers have written it
-		age,       // older than max_age
+		age,	   // older than max_age
 		ceiling,   // evicted to hold a newer page under max_pages
-		close,     // close, free or unexport
+		close,	   // close, free or unexport
 		truncate,  // the file was truncated at or below the page
 	};
 	struct release {
@@ -135,14 +135,14 @@ public:
 	// pages whose writers are in flight, or no memory) - write them the
 	// untracked way and do not call complete().  Aged pages, and the page
 	// evicted for the ceiling, are appended to out.
-	[[nodiscard]] bool claim(boundary_file &f, std::uint64_t page, clock::time_point now,
-				 release_list &out) DCACHE_EXCLUDES(_mutex);
+	[[nodiscard]] bool claim(boundary_file &f, std::uint64_t page, clock::time_point now, release_list &out)
+		DCACHE_EXCLUDES(_mutex);
 
 	// After the cached write of a claimed page: `written` bytes landed at
 	// in-page offset lo (0 when the write failed).  Appends the page to
 	// out if it is now complete and this was its last writer in flight.
-	void complete(boundary_file &f, std::uint64_t page, std::uint32_t lo, std::uint32_t written,
-		      release_list &out) DCACHE_EXCLUDES(_mutex);
+	void complete(boundary_file &f, std::uint64_t page, std::uint32_t lo, std::uint32_t written, release_list &out)
+		DCACHE_EXCLUDES(_mutex);
 
 	// Appends the pages held longer than max_age whose writers are done.
 	// Cheap (no lock) while none can be due.
@@ -180,7 +180,7 @@ private:
 	std::atomic<std::uint32_t> _max_age_ms{5000};
 
 	mutable mutex _mutex;
-	std::condition_variable_any _idle;                     // a file's releases reached 0
+	std::condition_variable_any _idle;				   // a file's releases reached 0
 	std::list<boundary_file::lru_item> _lru DCACHE_GUARDED_BY(_mutex); // oldest first
 	std::size_t _count DCACHE_GUARDED_BY(_mutex) = 0;
 	// When the oldest page falls due (steady_clock ticks), max when none is

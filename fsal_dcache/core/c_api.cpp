@@ -53,8 +53,9 @@ struct dcache_export *dcache_export_new(const struct dcache_settings *settings, 
 		if (chosen.uring_error != 0) {
 			// The export still works, synchronously.
 			e->stats.add(stat::fallback_no_io_uring);
-			log_msg(DCACHE_LOG_WARN, "dcache %s: io_uring unavailable (%s: %s): using the synchronous backend",
-				e->name, std::strerror(chosen.uring_error),
+			log_msg(DCACHE_LOG_WARN,
+				"dcache %s: io_uring unavailable (%s: %s): using the synchronous backend", e->name,
+				std::strerror(chosen.uring_error),
 				chosen.why.empty() ? "no detail" : chosen.why.c_str());
 		}
 		return e;
@@ -230,9 +231,8 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 		// the ceiling, close, truncate and unexport release them.
 		if (file != nullptr) {
 			const std::uint64_t first = offset / k_page_size;
-			const std::uint64_t last = (len == 0 || len > UINT64_MAX - offset)
-							   ? UINT64_MAX
-							   : (offset + len - 1) / k_page_size;
+			const std::uint64_t last =
+				(len == 0 || len > UINT64_MAX - offset) ? UINT64_MAX : (offset + len - 1) / k_page_size;
 			exp->stats.add(stat::boundary_kept_at_commit, exp->boundary.pages(file->boundary, first, last));
 			boundary_tracker::release_list list;
 			exp->boundary.reap(boundary_tracker::clock::now(), list);

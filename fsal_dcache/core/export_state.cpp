@@ -30,8 +30,7 @@ void settings_history::publish(const dcache_settings &s)
 
 } // namespace dcache::core
 
-dcache_export::dcache_export(const dcache_settings &s, const char *n, dcache::io::backend *b)
-	: backend(b), settings(s)
+dcache_export::dcache_export(const dcache_settings &s, const char *n, dcache::io::backend *b) : backend(b), settings(s)
 {
 	std::snprintf(name, sizeof(name), "%s", n != nullptr ? n : "(unnamed)");
 	boundary.set_limits(s.boundary_max_pages, s.boundary_max_age_ms);
@@ -41,8 +40,7 @@ dcache_export::dcache_export(const dcache_settings &s, const char *n, dcache::io
 
 namespace dcache::core {
 
-dcache_export *export_new_with_backend(const dcache_settings *settings, const char *name,
-				       io::backend *backend) noexcept
+dcache_export *export_new_with_backend(const dcache_settings *settings, const char *name, io::backend *backend) noexcept
 {
 	try {
 		return new dcache_export(settings != nullptr ? *settings : dcache_settings_default(), name, backend);

@@ -82,7 +82,9 @@ step through_page_cache(const dcache_settings &s, attempt a, const step &st) noe
 void note_direct_refused(dcache_export &e, attempt a, int err, std::uint64_t offset, std::uint64_t length) noexcept
 {
 	const bool eio = err == EIO, room = err == ENOSPC || err == EDQUOT || err == EFBIG;
-	e.stats.add(eio ? stat::fallback_direct_eio : room ? stat::fallback_direct_nospace : stat::fallback_direct_einval);
+	e.stats.add(eio	   ? stat::fallback_direct_eio
+		    : room ? stat::fallback_direct_nospace
+			   : stat::fallback_direct_einval);
 	if (first_time(e.logged, eio ? once::direct_eio : room ? once::direct_nospace : once::direct_einval))
 		log_msg(DCACHE_LOG_WARN,
 			"dcache %s: direct %s failed (%s) at offset %llu length %llu: reissued through the page cache%s",

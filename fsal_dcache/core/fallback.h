@@ -35,10 +35,10 @@ namespace dcache::core {
 enum class attempt : std::uint8_t { read, write, read_nowait };
 
 enum class fallback : std::uint8_t {
-	none,               // success, or an error the request reports
+	none, // success, or an error the request reports
 	retry_without_dontcache,
 	through_page_cache, // reissue_through_page_cache() says as what
-	no_nowait,          // learn it; the READ goes the ordinary way
+	no_nowait,	    // learn it; the READ goes the ordinary way
 };
 
 const char *fallback_name(fallback f) noexcept;

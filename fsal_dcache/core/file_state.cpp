@@ -18,9 +18,10 @@ io::dio_caps probe_caps(dcache_export &e, dcache_file &f, int fd)
 		c.dio = e.backend->probe_dio(fd);
 		c.probed.store(true, std::memory_order_release);
 		if (!c.dio.known())
-			DCACHE_LOG_ONCE(e, no_alignment, DCACHE_LOG_WARN,
-					"dcache %s: the filesystem reports no direct-I/O alignment (statx DIOALIGN and XFS_IOC_DIOINFO gave nothing): its files are served the DONTCACHE way instead of O_DIRECT (counted as *_not_direct_no_alignment)",
-					e.name);
+			DCACHE_LOG_ONCE(
+				e, no_alignment, DCACHE_LOG_WARN,
+				"dcache %s: the filesystem reports no direct-I/O alignment (statx DIOALIGN and XFS_IOC_DIOINFO gave nothing): its files are served the DONTCACHE way instead of O_DIRECT (counted as *_not_direct_no_alignment)",
+				e.name);
 	}
 	return c.dio;
 }
@@ -67,15 +68,17 @@ fd_ref lease_direct(dcache_export &e, dcache_file &f, int caller_fd, bool for_wr
 	if (r.error == EINVAL) {
 		// The filesystem refuses O_DIRECT: for good on this file.
 		f.caps.no_odirect.store(true, std::memory_order_relaxed);
-		DCACHE_LOG_ONCE(e, no_odirect, DCACHE_LOG_WARN,
-				"dcache %s: O_DIRECT refused (EINVAL at open): direct mode falls back to DONTCACHE on such files",
-				e.name);
+		DCACHE_LOG_ONCE(
+			e, no_odirect, DCACHE_LOG_WARN,
+			"dcache %s: O_DIRECT refused (EINVAL at open): direct mode falls back to DONTCACHE on such files",
+			e.name);
 		return {};
 	}
 	if (r.error != 0) {
-		DCACHE_LOG_ONCE(e, open_error, DCACHE_LOG_WARN,
-				"dcache %s: cannot open an O_DIRECT descriptor (%s): this request goes the DONTCACHE way",
-				e.name, std::strerror(r.error));
+		DCACHE_LOG_ONCE(
+			e, open_error, DCACHE_LOG_WARN,
+			"dcache %s: cannot open an O_DIRECT descriptor (%s): this request goes the DONTCACHE way",
+			e.name, std::strerror(r.error));
 		return {};
 	}
 	f.direct = adopt(*e.backend, r);
@@ -94,9 +97,10 @@ fd_ref lease_buffered(dcache_export &e, dcache_file &f, int caller_fd, bool for_
 		return f.buffered;
 	const io::open_result r = e.backend->open_buffered(caller_fd);
 	if (r.error != 0) {
-		DCACHE_LOG_ONCE(e, open_buffered_error, DCACHE_LOG_WARN,
-				"dcache %s: cannot reopen a descriptor for asynchronous I/O (%s): such requests run synchronously",
-				e.name, std::strerror(r.error));
+		DCACHE_LOG_ONCE(
+			e, open_buffered_error, DCACHE_LOG_WARN,
+			"dcache %s: cannot reopen a descriptor for asynchronous I/O (%s): such requests run synchronously",
+			e.name, std::strerror(r.error));
 		return {};
 	}
 	f.buffered = adopt(*e.backend, r);
@@ -112,9 +116,10 @@ fd_ref any_descriptor(dcache_file &f)
 void learn_no_dontcache(dcache_export &e, dcache_file &f) noexcept
 {
 	f.caps.no_dontcache.store(true, std::memory_order_relaxed);
-	DCACHE_LOG_ONCE(e, no_dontcache, DCACHE_LOG_WARN,
-			"dcache %s: RWF_DONTCACHE not supported (EOPNOTSUPP: kernel < 6.14 or filesystem without it): using buffered I/O + POSIX_FADV_DONTNEED",
-			e.name);
+	DCACHE_LOG_ONCE(
+		e, no_dontcache, DCACHE_LOG_WARN,
+		"dcache %s: RWF_DONTCACHE not supported (EOPNOTSUPP: kernel < 6.14 or filesystem without it): using buffered I/O + POSIX_FADV_DONTNEED",
+		e.name);
 }
 
 } // namespace dcache::core

@@ -23,7 +23,7 @@ namespace dcache::core {
 // alignment (probed on first use) and what the kernel refused.
 struct file_caps {
 	std::atomic<bool> probed{false};
-	io::dio_caps dio;                      // written once under fd_mutex, then read-only
+	io::dio_caps dio;		       // written once under fd_mutex, then read-only
 	std::atomic<bool> no_dontcache{false}; // RWF_DONTCACHE refused (EOPNOTSUPP)
 	std::atomic<bool> no_odirect{false};   // O_DIRECT refused at open (EINVAL)
 	std::atomic<bool> no_nowait{false};    // RWF_NOWAIT refused

@@ -54,8 +54,8 @@ private:
 		const std::uint64_t v_end = pos + iov[i].iov_len;
 		const std::uint64_t lo = std::max(pos, start), hi = std::min(v_end, end);
 		if (lo < hi)
-			out.push_back({static_cast<char *>(iov[i].iov_base) + (lo - pos),
-				       static_cast<std::size_t>(hi - lo)});
+			out.push_back(
+				{static_cast<char *>(iov[i].iov_base) + (lo - pos), static_cast<std::size_t>(hi - lo)});
 		pos = v_end;
 	}
 	return out;

@@ -38,8 +38,8 @@ enum class once : std::uint8_t {
 } // namespace dcache::core
 
 // log_msg, the first time `what` happens on exp (a dcache_export).
-#define DCACHE_LOG_ONCE(exp, what, level, ...)                                      \
-	do {                                                                        \
+#define DCACHE_LOG_ONCE(exp, what, level, ...)                                            \
+	do {                                                                              \
 		if (::dcache::core::first_time((exp).logged, ::dcache::core::once::what)) \
-			::dcache::core::log_msg((level), __VA_ARGS__);             \
+			::dcache::core::log_msg((level), __VA_ARGS__);                    \
 	} while (0)

@@ -15,8 +15,7 @@ namespace {
 
 constexpr std::uint64_t k_drop_after_read_reach = 2u << 20;
 
-io::result range_request(dcache_export &e, io::op_kind op, int fd, std::uint64_t offset,
-			 std::uint64_t length) noexcept
+io::result range_request(dcache_export &e, io::op_kind op, int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
 	return e.backend->execute(io::request{.op = op, .fd = fd, .offset = offset, .length = length});
 }

@@ -35,8 +35,14 @@ const char *seg_kind_name(seg_kind k) noexcept
 
 namespace {
 
-std::uint64_t round_down(std::uint64_t v, std::uint64_t a) noexcept { return v - v % a; }
-std::uint64_t round_up(std::uint64_t v, std::uint64_t a) noexcept { return round_down(v + a - 1, a); }
+std::uint64_t round_down(std::uint64_t v, std::uint64_t a) noexcept
+{
+	return v - v % a;
+}
+std::uint64_t round_up(std::uint64_t v, std::uint64_t a) noexcept
+{
+	return round_down(v + a - 1, a);
+}
 
 std::uint64_t iov_total(std::span<const struct iovec> iov) noexcept
 {
@@ -81,8 +87,8 @@ bool payload_mem_aligned(std::span<const struct iovec> iov, std::uint64_t start,
 	return true;
 }
 
-plan plan_read(const dcache_settings &s, const plan_caps &caps, std::uint64_t offset,
-	       std::uint64_t length, std::span<const struct iovec> iov) noexcept
+plan plan_read(const dcache_settings &s, const plan_caps &caps, std::uint64_t offset, std::uint64_t length,
+	       std::span<const struct iovec> iov) noexcept
 {
 	switch (s.io_cache_read) {
 	case DCACHE_MODE_BUFFERED: return single(seg_kind::buffered, disposition::buffered, offset, length);
@@ -108,8 +114,8 @@ plan plan_read(const dcache_settings &s, const plan_caps &caps, std::uint64_t of
 	p.segs[0] = {seg_kind::direct, start, end - start, false};
 	// The caller's buffer can take the data directly only if the range
 	// needed no widening and its pieces are M-aligned.
-	p.segs[0].bounce = start != offset || end != offset + length ||
-			   iov_total(iov) < length || !payload_mem_aligned(iov, 0, length, m);
+	p.segs[0].bounce = start != offset || end != offset + length || iov_total(iov) < length ||
+			   !payload_mem_aligned(iov, 0, length, m);
 	return p;
 }
 
@@ -243,12 +249,8 @@ step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t off
 	const bool tracks = direct_mode && s.boundary_tracking && s.direct_misaligned_dontcache;
 	for (const segment &seg : p.segments()) {
 		switch (seg.kind) {
-		case seg_kind::buffered:
-			add({step_kind::buffered, seg.offset, seg.length, false, direct_mode});
-			break;
-		case seg_kind::direct:
-			add({step_kind::direct, seg.offset, seg.length, seg.bounce, false});
-			break;
+		case seg_kind::buffered: add({step_kind::buffered, seg.offset, seg.length, false, direct_mode}); break;
+		case seg_kind::direct: add({step_kind::direct, seg.offset, seg.length, seg.bounce, false}); break;
 		case seg_kind::dontcache:
 			if (!tracks) {
 				// A DONTCACHE piece needs no write-back: the kernel
@@ -257,7 +259,8 @@ step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t off
 				break;
 			}
 			std::array<edge_piece, 3> pieces{};
-			const std::size_t n = edge_pieces(offset, offset + length, seg.offset, seg.offset + seg.length, pieces);
+			const std::size_t n =
+				edge_pieces(offset, offset + length, seg.offset, seg.offset + seg.length, pieces);
 			for (std::size_t i = 0; i < n; ++i)
 				add({pieces[i].track ? step_kind::tracked : step_kind::dontcache, pieces[i].offset,
 				     pieces[i].length, false, pieces[i].track});
@@ -272,7 +275,7 @@ step read_step(const plan &p) noexcept
 	if (p.nsegs == 0)
 		return {};
 	const segment &seg = p.segs[0];
-	const step_kind k = seg.kind == seg_kind::direct	  ? step_kind::direct
+	const step_kind k = seg.kind == seg_kind::direct      ? step_kind::direct
 			    : seg.kind == seg_kind::dontcache ? step_kind::dontcache
 							      : step_kind::buffered;
 	return {k, seg.offset, seg.length, seg.bounce, false};

@@ -25,14 +25,14 @@ enum class disposition : std::uint8_t {
 	buffered,  // mode buffered
 	dontcache, // mode dontcache
 	fadvise,   // mode fadvise
-	direct,    // one aligned direct segment
-	split,     // head/tail non-direct around a direct middle
+	direct,	   // one aligned direct segment
+	split,	   // head/tail non-direct around a direct middle
 	// direct mode, but not direct, because:
-	no_alignment,   // the file reports no DIO alignment
-	too_small,      // smaller than max(O, M) (WRITE) or R (READ), or empty
-	no_middle,      // no aligned middle, or one below the page threshold
+	no_alignment,	// the file reports no DIO alignment
+	too_small,	// smaller than max(O, M) (WRITE) or R (READ), or empty
+	no_middle,	// no aligned middle, or one below the page threshold
 	mem_misaligned, // middle not M-aligned in memory, setting "buffered"
-	fallback,       // no O_DIRECT on this file
+	fallback,	// no O_DIRECT on this file
 };
 
 const char *disposition_name(disposition d) noexcept;
@@ -53,10 +53,7 @@ struct plan {
 	std::uint8_t nsegs = 0;
 	disposition disp = disposition::buffered;
 
-	[[nodiscard]] std::span<const segment> segments() const noexcept
-	{
-		return {segs.data(), nsegs};
-	}
+	[[nodiscard]] std::span<const segment> segments() const noexcept { return {segs.data(), nsegs}; }
 	[[nodiscard]] bool has_direct() const noexcept
 	{
 		for (const auto &s : segments())
@@ -73,15 +70,14 @@ struct plan_caps {
 
 // Are the bytes [start, start+len) of the payload described by iov all in
 // pieces whose address and length are multiples of align?
-[[nodiscard]] bool payload_mem_aligned(std::span<const struct iovec> iov, std::uint64_t start,
-				       std::uint64_t len, std::uint32_t align) noexcept;
+[[nodiscard]] bool payload_mem_aligned(std::span<const struct iovec> iov, std::uint64_t start, std::uint64_t len,
+				       std::uint32_t align) noexcept;
 
-[[nodiscard]] plan plan_read(const dcache_settings &s, const plan_caps &caps,
-			     std::uint64_t offset, std::uint64_t length,
-			     std::span<const struct iovec> iov) noexcept;
+[[nodiscard]] plan plan_read(const dcache_settings &s, const plan_caps &caps, std::uint64_t offset,
+			     std::uint64_t length, std::span<const struct iovec> iov) noexcept;
 
-[[nodiscard]] plan plan_write(const dcache_settings &s, const plan_caps &caps,
-			      std::uint64_t offset, std::span<const struct iovec> iov) noexcept;
+[[nodiscard]] plan plan_write(const dcache_settings &s, const plan_caps &caps, std::uint64_t offset,
+			      std::span<const struct iovec> iov) noexcept;
 
 // ---- steps ----------------------------------------------------------------
 
@@ -100,7 +96,7 @@ struct step {
 	step_kind kind = step_kind::buffered;
 	std::uint64_t offset = 0;
 	std::uint64_t length = 0; // the transfer expected, known before issue
-	bool bounce = false;      // direct: through an aligned copy
+	bool bounce = false;	  // direct: through an aligned copy
 	// Cached bytes of a direct-mode WRITE: written back as soon as they
 	// are written (see write_steps).
 	bool writeback = false;

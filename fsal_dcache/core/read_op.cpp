@@ -181,10 +181,8 @@ void read_op::on_result(io::result r)
 		note_direct_refused(_e, attempt::read, r.error, _step.offset, _step.length);
 		_bounce.reset();
 		_step = through_page_cache(_s, attempt::read, _step);
-		return; // next() reissues it
-	case fallback::retry_without_dontcache:
-		learn_no_dontcache(_e, _f);
-		return; // next() reissues it buffered
+		return;								    // next() reissues it
+	case fallback::retry_without_dontcache: learn_no_dontcache(_e, _f); return; // next() reissues it buffered
 	case fallback::none:
 	case fallback::no_nowait: break;
 	}
@@ -224,8 +222,7 @@ void read_op::on_result(io::result r)
 
 } // namespace
 
-request_op *new_read_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done,
-			void *done_ctx)
+request_op *new_read_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done, void *done_ctx)
 {
 	return new read_op(e, f, in, done, done_ctx);
 }

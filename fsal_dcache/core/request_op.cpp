@@ -10,8 +10,7 @@
 
 namespace dcache::core {
 
-request_op::request_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done,
-		       void *done_ctx)
+request_op::request_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done, void *done_ctx)
 	: _iovs(in.iov, in.iov + in.iov_count), _io{in.fd, in.offset, _iovs.data(), in.iov_count, in.stable}, _e(e),
 	  _f(f), _s(e.settings.current()), _caller_fd(in.fd), _done(done), _done_ctx(done_ctx),
 	  _start(std::chrono::steady_clock::now())
@@ -48,9 +47,10 @@ void request_op::capture_credentials()
 		return;
 	}
 	add(stat::fallback_no_personality);
-	DCACHE_LOG_ONCE(_e, no_personality, DCACHE_LOG_WARN,
-			"dcache %s: cannot register the client's credentials with io_uring (%s): such WRITEs run synchronously in the calling thread",
-			_e.name, std::strerror(r.error));
+	DCACHE_LOG_ONCE(
+		_e, no_personality, DCACHE_LOG_WARN,
+		"dcache %s: cannot register the client's credentials with io_uring (%s): such WRITEs run synchronously in the calling thread",
+		_e.name, std::strerror(r.error));
 	_mode = issue_mode::execute_now;
 }
 
@@ -85,8 +85,8 @@ dcache_io_result request_op::retire(request_op *op, bool deferred) noexcept
 	op->release();
 	dcache_export &e = op->_e;
 	e.stats.record(op->op(), static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-							      std::chrono::steady_clock::now() - op->_start)
-							      .count()));
+								    std::chrono::steady_clock::now() - op->_start)
+								    .count()));
 	const dcache_io_result res = op->_res;
 	const dcache_io_done_fn done = op->_done;
 	void *const ctx = op->_done_ctx;
@@ -210,7 +210,8 @@ bool start_request(dcache_export *exp, dcache_file *file, const dcache_io *io, b
 	}
 	request_op *op = nullptr;
 	try {
-		op = write ? new_write_op(*exp, *file, *io, done, done_ctx) : new_read_op(*exp, *file, *io, done, done_ctx);
+		op = write ? new_write_op(*exp, *file, *io, done, done_ctx)
+			   : new_read_op(*exp, *file, *io, done, done_ctx);
 		op->prepare(caller_waits);
 	} catch (const std::bad_alloc &) {
 		if (op == nullptr) {

@@ -29,7 +29,7 @@ namespace dcache::core {
 
 // How a request's steps are issued.
 enum class issue_mode : std::uint8_t {
-	submit,      // asynchronous: completions arrive on the backend's thread
+	submit,	     // asynchronous: completions arrive on the backend's thread
 	execute,     // blocking, through the backend, on the calling thread
 	execute_now, // blocking, as plain syscalls in the calling thread (no
 		     // credentials were captured to carry elsewhere)
@@ -89,17 +89,17 @@ protected:
 	[[nodiscard]] io::dio_caps dio_caps() { return probe_caps(_e, _f, _caller_fd); }
 
 	std::vector<struct iovec> _iovs; // copy of the caller's array
-	dcache_io _io;                    // fd: the descriptor non-direct steps use
+	dcache_io _io;			 // fd: the descriptor non-direct steps use
 	dcache_export &_e;
 	dcache_file &_f;
 	const dcache_settings &_s; // the export's snapshot at the start
-	const int _caller_fd;      // valid during the start call only
+	const int _caller_fd;	   // valid during the start call only
 	issue_mode _mode = issue_mode::submit;
 	io::credentials _creds; // the caller's, for WRITE steps issued elsewhere
-	fd_ref _own;            // the buffered twin, when _io.fd is it
-	fd_ref _direct;         // the O_DIRECT lease
+	fd_ref _own;		// the buffered twin, when _io.fd is it
+	fd_ref _direct;		// the O_DIRECT lease
 	dcache_io_result _res{};
-	std::vector<struct iovec> _cur;          // iovecs of the request in flight
+	std::vector<struct iovec> _cur;		 // iovecs of the request in flight
 	std::unique_ptr<aligned_buffer> _bounce; // lives until its step completed
 	std::uint64_t _total = 0;
 
@@ -115,10 +115,10 @@ private:
 void count_plan(dcache_export &e, bool write, disposition d) noexcept;
 
 // A new op of the right kind (read_op.cpp, write_op.cpp).
-[[nodiscard]] request_op *new_read_op(dcache_export &e, dcache_file &f, const dcache_io &in,
-				      dcache_io_done_fn done, void *done_ctx);
-[[nodiscard]] request_op *new_write_op(dcache_export &e, dcache_file &f, const dcache_io &in,
-				       dcache_io_done_fn done, void *done_ctx);
+[[nodiscard]] request_op *new_read_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done,
+				      void *done_ctx);
+[[nodiscard]] request_op *new_write_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done,
+				       void *done_ctx);
 
 // The C API's READ and WRITE: dcache_*_start (caller_waits false) and the
 // blocking dcache_read/dcache_write (start, then wait).

@@ -45,9 +45,8 @@ using mode_word = word<dcache_mode>;
 
 // Names first, then the kernel's numbers (fadvise has none).
 constexpr mode_word k_read_modes[] = {
-	{"buffered", DCACHE_MODE_BUFFERED}, {"dontcache", DCACHE_MODE_DONTCACHE},
-	{"fadvise", DCACHE_MODE_FADVISE},   {"direct", DCACHE_MODE_DIRECT},
-	{"0", DCACHE_MODE_BUFFERED},        {"1", DCACHE_MODE_DONTCACHE},
+	{"buffered", DCACHE_MODE_BUFFERED}, {"dontcache", DCACHE_MODE_DONTCACHE}, {"fadvise", DCACHE_MODE_FADVISE},
+	{"direct", DCACHE_MODE_DIRECT},	    {"0", DCACHE_MODE_BUFFERED},	  {"1", DCACHE_MODE_DONTCACHE},
 	{"2", DCACHE_MODE_DIRECT},
 };
 constexpr mode_word k_write_modes[] = {
@@ -154,43 +153,61 @@ constexpr setting k_settings[] = {
 	{"IO_Cache_Read", &dcache_settings_text::io_cache_read,
 	 "buffered, dontcache, fadvise, direct (or the kernel's numbers 0, 1, 2)",
 	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_read_modes, &s.io_cache_read); },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_word(k_read_modes, s.io_cache_read, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_word(k_read_modes, s.io_cache_read, o, n);
+	 }},
 	{"IO_Cache_Write", &dcache_settings_text::io_cache_write,
 	 "buffered, dontcache, fadvise, direct, direct_data_sync, direct_file_sync (or the kernel's numbers 0, 1, 2, 3, 4)",
 	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_write_modes, &s.io_cache_write); },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_word(k_write_modes, s.io_cache_write, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_word(k_write_modes, s.io_cache_write, o, n);
+	 }},
 	{"Direct_Misaligned_Num_Pages", &dcache_settings_text::direct_misaligned_num_pages,
 	 "an integer from 0 to 1024 (pages of 4096 bytes)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 0, k_max_num_pages, &s.direct_misaligned_num_pages);
 	 },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.direct_misaligned_num_pages, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_uint(s.direct_misaligned_num_pages, o, n);
+	 }},
 	{"Direct_Misaligned_Dontcache", &dcache_settings_text::direct_misaligned_dontcache, k_bool_allowed,
 	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.direct_misaligned_dontcache); },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_bool(s.direct_misaligned_dontcache, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_bool(s.direct_misaligned_dontcache, o, n);
+	 }},
 	{"Direct_Misaligned_Memory", &dcache_settings_text::direct_misaligned_memory, "bounce, buffered",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_word(t, k_mem_words, &s.direct_misaligned_memory);
 	 },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_word(k_mem_words, s.direct_misaligned_memory, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_word(k_mem_words, s.direct_misaligned_memory, o, n);
+	 }},
 	{"Boundary_Tracking", &dcache_settings_text::boundary_tracking, k_bool_allowed,
 	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.boundary_tracking); },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_bool(s.boundary_tracking, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_bool(s.boundary_tracking, o, n);
+	 }},
 	{"Boundary_Max_Pages", &dcache_settings_text::boundary_max_pages,
 	 "an integer from 1 to 1048576 (pages of 4096 bytes held per export)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 1, k_max_boundary_pages, &s.boundary_max_pages);
 	 },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.boundary_max_pages, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_uint(s.boundary_max_pages, o, n);
+	 }},
 	{"Boundary_Max_Age_Ms", &dcache_settings_text::boundary_max_age_ms,
 	 "an integer from 1 to 3600000 (milliseconds)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 1, k_max_boundary_age_ms, &s.boundary_max_age_ms);
 	 },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.boundary_max_age_ms, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_uint(s.boundary_max_age_ms, o, n);
+	 }},
 	{"IO_Backend", &dcache_settings_text::io_backend, "io_uring, sync",
 	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_backend_words, &s.io_backend); },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_word(k_backend_words, s.io_backend, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_word(k_backend_words, s.io_backend, o, n);
+	 }},
 	{"IO_Queue_Depth", &dcache_settings_text::io_queue_depth, "an integer from 1 to 4096 (io_uring entries)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 1, k_max_queue_depth, &s.io_queue_depth);
@@ -198,7 +215,9 @@ constexpr setting k_settings[] = {
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.io_queue_depth, o, n); }},
 	{"Cached_Read_Fast_Path", &dcache_settings_text::cached_read_fast_path, k_bool_allowed,
 	 [](const char *t, dcache_settings &s) noexcept { return parse_bool(t, &s.cached_read_fast_path); },
-	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_bool(s.cached_read_fast_path, o, n); }},
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_bool(s.cached_read_fast_path, o, n);
+	 }},
 };
 
 // The table is the list of core.h, in its order, field for field.
@@ -247,7 +266,7 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	// left none, at ~20 % more server CPU.  Direct should be direct.
 	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BOUNCE;
 	s.boundary_tracking = true;
-	s.boundary_max_pages = 4096;   // 16 MiB of page cache per export
+	s.boundary_max_pages = 4096; // 16 MiB of page cache per export
 	s.boundary_max_age_ms = 5000;
 	s.io_backend = DCACHE_IO_BACKEND_IO_URING;
 	s.io_queue_depth = 64;
@@ -255,8 +274,8 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	return s;
 }
 
-int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out,
-			  char *why, size_t why_len) noexcept
+int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out, char *why,
+			  size_t why_len) noexcept
 {
 	if (why != nullptr && why_len > 0)
 		why[0] = '\0';

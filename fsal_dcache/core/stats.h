@@ -13,6 +13,7 @@
 
 namespace dcache::core {
 
+// clang-format off
 #define DCACHE_STATS(X)                                                                   \
 	X(reads) X(writes) X(read_bytes) X(write_bytes)                                   \
 	X(read_buffered) X(read_dontcache) X(read_fadvise) X(read_direct)                 \
@@ -36,6 +37,7 @@ namespace dcache::core {
 	X(read_nowait_hits) X(read_nowait_partial) X(read_nowait_misses)                  \
 	X(fallback_no_nowait) X(fallback_no_io_uring) X(backend_io_uring)                 \
 	X(io_deferred) X(io_inline) X(fallback_no_personality) X(write_fence_waits)
+// clang-format on
 
 enum class stat : std::size_t {
 #define DCACHE_STAT_ENUM(n) n,
@@ -57,8 +59,7 @@ inline constexpr std::array<const char *, k_stat_count> k_stat_names = {
 // sub() would wrap it.
 [[nodiscard]] constexpr bool is_gauge(stat s) noexcept
 {
-	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current ||
-	       s == stat::backend_io_uring;
+	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current || s == stat::backend_io_uring;
 }
 
 // Service times of one kind of request.  min/max are kept with CAS loops;

@@ -40,7 +40,7 @@ protected:
 
 private:
 	enum class state : std::uint8_t {
-		steps,        // issuing _steps[_idx]
+		steps,	      // issuing _steps[_idx]
 		write_back,   // the cached bytes just written go to write-back next
 		writing_back, // that write-back in flight; then _resume
 		finishing,    // every step done, or one ended the chain
@@ -57,15 +57,15 @@ private:
 	void on_sync_result(io::result r);
 
 	state _state = state::done;
-	state _resume = state::steps; // after the write-back
+	state _resume = state::steps;		  // after the write-back
 	boundary_tracker::release_list _releases; // let go of during this WRITE
 	step_list _steps;
 	std::vector<write_fence::pages> _fenced; // what this WRITE holds in _f.fence
 	std::size_t _idx = 0;
 	std::uint64_t _written = 0;
 	int _err = 0;
-	int _issued_rwf = 0;      // of the step in flight
-	bool _drop_after = false; // DONTCACHE asked, plain issued
+	int _issued_rwf = 0;		      // of the step in flight
+	bool _drop_after = false;	      // DONTCACHE asked, plain issued
 	std::uint64_t _wb_lo = 0, _wb_hi = 0; // pages of the write-back
 	sync_kind _sync = sync_kind::none;
 };
@@ -141,7 +141,8 @@ bool write_op::next(io::request &req)
 		// the sync: the cached bytes just written go to the filesystem's
 		// write-back now.
 		_state = state::writing_back;
-		req = io::request{.op = io::op_kind::writeback, .fd = _io.fd, .offset = _wb_lo, .length = _wb_hi - _wb_lo};
+		req = io::request{
+			.op = io::op_kind::writeback, .fd = _io.fd, .offset = _wb_lo, .length = _wb_hi - _wb_lo};
 		return true;
 	case state::steps:
 		if (_idx < _steps.n) {
@@ -164,7 +165,8 @@ bool write_op::issue_step(io::request &req)
 	step &st = _steps.items[_idx];
 	_cur = slice(_io.iov, _io.iov_count, st.offset - _io.offset, st.length);
 	if (st.kind == step_kind::tracked) {
-		if (_e.boundary.claim(_f.boundary, st.offset / k_page_size, boundary_tracker::clock::now(), _releases)) {
+		if (_e.boundary.claim(_f.boundary, st.offset / k_page_size, boundary_tracker::clock::now(),
+				      _releases)) {
 			DCACHE_SYNC_POINT("boundary.claim");
 		} else {
 			st.kind = step_kind::dontcache; // refused: the ordinary edge
@@ -285,7 +287,8 @@ void write_op::on_step_result(io::result r)
 		break;
 	case step_kind::tracked:
 		DCACHE_SYNC_POINT("boundary.complete");
-		_e.boundary.complete(_f.boundary, st.offset / k_page_size, static_cast<std::uint32_t>(st.offset % k_page_size),
+		_e.boundary.complete(_f.boundary, st.offset / k_page_size,
+				     static_cast<std::uint32_t>(st.offset % k_page_size),
 				     r.ok() ? static_cast<std::uint32_t>(r.bytes) : 0, _releases);
 		// Written back even when this write completed the page (it is
 		// dropped when the WRITE finishes): the neighbour that wrote the
@@ -333,8 +336,8 @@ void write_op::on_writeback_result(io::result r) noexcept
 		return;
 	add(stat::edge_writeback_errors);
 	DCACHE_LOG_ONCE(_e, writeback_error, DCACHE_LOG_WARN,
-			"dcache %s: sync_file_range(SYNC_FILE_RANGE_WRITE) of a WRITE's cached edge failed: %s", _e.name,
-			std::strerror(r.error));
+			"dcache %s: sync_file_range(SYNC_FILE_RANGE_WRITE) of a WRITE's cached edge failed: %s",
+			_e.name, std::strerror(r.error));
 }
 
 void write_op::on_sync_result(io::result r)
@@ -367,8 +370,7 @@ void write_op::release() noexcept
 
 } // namespace
 
-request_op *new_write_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done,
-			 void *done_ctx)
+request_op *new_write_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done, void *done_ctx)
 {
 	return new write_op(e, f, in, done, done_ctx);
 }

@@ -67,8 +67,7 @@ dio_caps probe_statx(int fd) noexcept
 {
 	kernel_statx stx{};
 	dio_caps caps;
-	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH,
-		    k_statx_dioalign | k_statx_dio_read_align, &stx) != 0)
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, k_statx_dioalign | k_statx_dio_read_align, &stx) != 0)
 		return caps;
 	if (!(stx.stx_mask & k_statx_dioalign) || stx.stx_dio_offset_align == 0)
 		return caps;
@@ -149,35 +148,30 @@ result sync_backend::execute(const request &req) noexcept
 {
 	switch (req.op) {
 	case op_kind::read: {
-		const ssize_t n = preadv2(req.fd, req.iov, req.iov_count,
-					  static_cast<off_t>(req.offset), req.rwf);
+		const ssize_t n = preadv2(req.fd, req.iov, req.iov_count, static_cast<off_t>(req.offset), req.rwf);
 		return n < 0 ? result::failure(errno) : result::success(static_cast<std::size_t>(n));
 	}
 	case op_kind::write: {
-		const ssize_t n = pwritev2(req.fd, req.iov, req.iov_count,
-					   static_cast<off_t>(req.offset), req.rwf);
+		const ssize_t n = pwritev2(req.fd, req.iov, req.iov_count, static_cast<off_t>(req.offset), req.rwf);
 		return n < 0 ? result::failure(errno) : result::success(static_cast<std::size_t>(n));
 	}
-	case op_kind::fsync:
-		return fsync(req.fd) != 0 ? result::failure(errno) : result::success(0);
-	case op_kind::fdatasync:
-		return fdatasync(req.fd) != 0 ? result::failure(errno) : result::success(0);
+	case op_kind::fsync: return fsync(req.fd) != 0 ? result::failure(errno) : result::success(0);
+	case op_kind::fdatasync: return fdatasync(req.fd) != 0 ? result::failure(errno) : result::success(0);
 	case op_kind::sync_range:
-		return sync_file_range(req.fd, static_cast<off_t>(req.offset),
-				       static_cast<off_t>(req.length),
+		return sync_file_range(req.fd, static_cast<off_t>(req.offset), static_cast<off_t>(req.length),
 				       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 					       SYNC_FILE_RANGE_WAIT_AFTER) != 0
 			       ? result::failure(errno)
 			       : result::success(0);
 	case op_kind::writeback:
-		return sync_file_range(req.fd, static_cast<off_t>(req.offset),
-				       static_cast<off_t>(req.length), SYNC_FILE_RANGE_WRITE) != 0
+		return sync_file_range(req.fd, static_cast<off_t>(req.offset), static_cast<off_t>(req.length),
+				       SYNC_FILE_RANGE_WRITE) != 0
 			       ? result::failure(errno)
 			       : result::success(0);
 	case op_kind::fadvise_dontneed: {
 		// posix_fadvise returns the error number; errno is untouched.
-		const int err = posix_fadvise(req.fd, static_cast<off_t>(req.offset),
-					      static_cast<off_t>(req.length), POSIX_FADV_DONTNEED);
+		const int err = posix_fadvise(req.fd, static_cast<off_t>(req.offset), static_cast<off_t>(req.length),
+					      POSIX_FADV_DONTNEED);
 		return err != 0 ? result::failure(err) : result::success(0);
 	}
 	}

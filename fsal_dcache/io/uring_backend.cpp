@@ -32,12 +32,12 @@ constexpr std::uint64_t k_current_pos = ~0ULL;
 } // namespace
 
 struct uring_backend::op {
-	request req;           // current state: offset/iov advance on resubmission
+	request req; // current state: offset/iov advance on resubmission
 	completion *done = nullptr;
-	std::vector<iovec> iov; // our copy of the caller's iovec array
-	std::size_t first = 0;  // first iovec not yet fully transferred
-	std::size_t total = 0;  // rw: bytes asked
-	std::size_t moved = 0;  // rw: bytes transferred so far
+	std::vector<iovec> iov;	      // our copy of the caller's iovec array
+	std::size_t first = 0;	      // first iovec not yet fully transferred
+	std::size_t total = 0;	      // rw: bytes asked
+	std::size_t moved = 0;	      // rw: bytes transferred so far
 	std::uint64_t range_left = 0; // range ops in chunks: bytes after this chunk
 	bool chunked = false;
 	result res;
@@ -60,8 +60,8 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 	uring_open_result out;
 	char why[256];
 	if (depth == 0 || depth > uring_backend::k_max_depth) {
-		std::snprintf(why, sizeof(why), "io_uring queue depth %u is not valid; allowed: 1..%u",
-			      depth, uring_backend::k_max_depth);
+		std::snprintf(why, sizeof(why), "io_uring queue depth %u is not valid; allowed: 1..%u", depth,
+			      uring_backend::k_max_depth);
 		out.error = EINVAL;
 		out.why = why;
 		return out;
@@ -86,17 +86,18 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 				break;
 			case EPERM:
 			case EACCES:
-				std::snprintf(why, sizeof(why),
-					      "io_uring_setup: %s: refused (kernel.io_uring_disabled = %d, or seccomp/LSM)",
-					      strerrorname_np(-rc), disabled);
+				std::snprintf(
+					why, sizeof(why),
+					"io_uring_setup: %s: refused (kernel.io_uring_disabled = %d, or seccomp/LSM)",
+					strerrorname_np(-rc), disabled);
 				break;
 			case ENOMEM:
-				std::snprintf(why, sizeof(why),
-					      "io_uring_setup: ENOMEM for %u entries (RLIMIT_MEMLOCK on kernels < 5.12?)",
-					      depth);
+				std::snprintf(
+					why, sizeof(why),
+					"io_uring_setup: ENOMEM for %u entries (RLIMIT_MEMLOCK on kernels < 5.12?)",
+					depth);
 				break;
-			default:
-				std::snprintf(why, sizeof(why), "io_uring_setup: %s", std::strerror(-rc));
+			default: std::snprintf(why, sizeof(why), "io_uring_setup: %s", std::strerror(-rc));
 			}
 			out.why = why;
 			return out;
@@ -233,19 +234,15 @@ int uring_backend::queue_locked(op &o) noexcept
 	const request &r = o.req;
 	switch (r.op) {
 	case op_kind::read:
-		io_uring_prep_readv2(sqe, r.fd, o.iov.data() + o.first,
-				     static_cast<unsigned>(o.iov.size() - o.first), r.offset, r.rwf);
+		io_uring_prep_readv2(sqe, r.fd, o.iov.data() + o.first, static_cast<unsigned>(o.iov.size() - o.first),
+				     r.offset, r.rwf);
 		break;
 	case op_kind::write:
-		io_uring_prep_writev2(sqe, r.fd, o.iov.data() + o.first,
-				      static_cast<unsigned>(o.iov.size() - o.first), r.offset, r.rwf);
+		io_uring_prep_writev2(sqe, r.fd, o.iov.data() + o.first, static_cast<unsigned>(o.iov.size() - o.first),
+				      r.offset, r.rwf);
 		break;
-	case op_kind::fsync:
-		io_uring_prep_fsync(sqe, r.fd, 0);
-		break;
-	case op_kind::fdatasync:
-		io_uring_prep_fsync(sqe, r.fd, IORING_FSYNC_DATASYNC);
-		break;
+	case op_kind::fsync: io_uring_prep_fsync(sqe, r.fd, 0); break;
+	case op_kind::fdatasync: io_uring_prep_fsync(sqe, r.fd, IORING_FSYNC_DATASYNC); break;
 	case op_kind::sync_range:
 		io_uring_prep_sync_file_range(sqe, r.fd, static_cast<unsigned>(r.length), r.offset,
 					      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
@@ -256,8 +253,7 @@ int uring_backend::queue_locked(op &o) noexcept
 					      SYNC_FILE_RANGE_WRITE);
 		break;
 	case op_kind::fadvise_dontneed:
-		io_uring_prep_fadvise(sqe, r.fd, r.offset, static_cast<off_t>(r.length),
-				      POSIX_FADV_DONTNEED);
+		io_uring_prep_fadvise(sqe, r.fd, r.offset, static_cast<off_t>(r.length), POSIX_FADV_DONTNEED);
 		break;
 	}
 	// After prep: liburing's prep helpers zero the personality field.
@@ -388,9 +384,7 @@ uring_backend::op *uring_backend::on_cqe_locked(op &o, int res) noexcept
 		return nullptr;
 	}
 	case op_kind::fsync:
-	case op_kind::fdatasync:
-		o.res = res < 0 ? result::failure(-res) : result::success(0);
-		return &o;
+	case op_kind::fdatasync: o.res = res < 0 ? result::failure(-res) : result::success(0); return &o;
 	case op_kind::sync_range:
 	case op_kind::writeback:
 	case op_kind::fadvise_dontneed:

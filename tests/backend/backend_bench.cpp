@@ -103,7 +103,8 @@ void ensure_file(const options &o)
 	for (std::size_t i = 0; i < chunk.size(); ++i)
 		chunk[i] = static_cast<char>('a' + i % 23);
 	for (std::uint64_t off = 0; off < size; off += chunk.size())
-		if (pwrite(fd, chunk.data(), chunk.size(), static_cast<off_t>(off)) != static_cast<ssize_t>(chunk.size())) {
+		if (pwrite(fd, chunk.data(), chunk.size(), static_cast<off_t>(off)) !=
+		    static_cast<ssize_t>(chunk.size())) {
 			std::perror("pwrite");
 			std::exit(1);
 		}
@@ -154,7 +155,8 @@ int main(int argc, char **argv)
 	}
 	std::atomic<std::uint64_t> seq{0};
 	auto next_req = [&](slot_state &s) {
-		const std::uint64_t blk = direct ? s.rng() % blocks : seq.fetch_add(1, std::memory_order_relaxed) % blocks;
+		const std::uint64_t blk = direct ? s.rng() % blocks
+						 : seq.fetch_add(1, std::memory_order_relaxed) % blocks;
 		request r;
 		r.op = op_kind::read;
 		r.fd = fd;
@@ -166,7 +168,8 @@ int main(int argc, char **argv)
 
 	std::atomic<std::uint64_t> ops{0}, errors{0};
 	const auto start = clock_type::now();
-	const auto end = start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.seconds));
+	const auto end =
+		start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.seconds));
 
 	if (o.backend == "sync") {
 		std::vector<std::thread> ts;
@@ -235,7 +238,8 @@ int main(int argc, char **argv)
 	const double iops = static_cast<double>(ops.load()) / secs;
 	std::printf("%-8s %-16s depth %-3u ops %-9llu %.2f s  %10.0f IOPS  %9.1f MiB/s  errors %llu\n",
 		    o.backend.c_str(), o.pattern.c_str(), o.depth, static_cast<unsigned long long>(ops.load()), secs,
-		    iops, iops * static_cast<double>(block) / (1 << 20), static_cast<unsigned long long>(errors.load()));
+		    iops, iops * static_cast<double>(block) / (1 << 20),
+		    static_cast<unsigned long long>(errors.load()));
 	b.reset();
 	for (auto &s : slots)
 		std::free(s.buf);

@@ -403,7 +403,8 @@ TYPED_TEST(backend_conformance, short_write_reports_what_was_written)
 	if constexpr (TypeParam::real_files) {
 		struct rlimit old {};
 		ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
-		struct sigaction ign {}, old_sa {};
+		struct sigaction ign {
+		}, old_sa{};
 		ign.sa_handler = SIG_IGN;
 		ASSERT_EQ(sigaction(SIGXFSZ, &ign, &old_sa), 0);
 		struct rlimit lim = old;
@@ -620,9 +621,11 @@ TYPED_TEST(backend_conformance, writeback_starts_write_back_and_leaves_no_delaye
 		else
 			std::printf("  cachestat(2) unavailable: dirty pages not checked\n");
 		if (before > 0)
-			EXPECT_EQ(delalloc_extents(this->fd(), data.size()), 0) << "delalloc extents before: " << before;
+			EXPECT_EQ(delalloc_extents(this->fd(), data.size()), 0)
+				<< "delalloc extents before: " << before;
 		else
-			std::printf("  this filesystem reports no delayed allocation (FIEMAP: %d): not checked\n", before);
+			std::printf("  this filesystem reports no delayed allocation (FIEMAP: %d): not checked\n",
+				    before);
 	} else {
 		EXPECT_EQ(this->fake()->count(op_kind::writeback), 1u);
 	}
@@ -698,12 +701,12 @@ TYPED_TEST(backend_conformance, errors_are_positive_errno_values)
 	};
 	for (const request &r : reqs) {
 		auto e = this->b().execute(r);
-		EXPECT_EQ(e.error, expect) << op_name(r.op) << " via execute(): "
-					   << (e.error ? strerrorname_np(e.error) : "ok");
+		EXPECT_EQ(e.error, expect)
+			<< op_name(r.op) << " via execute(): " << (e.error ? strerrorname_np(e.error) : "ok");
 		EXPECT_EQ(e.bytes, 0u);
 		auto s = this->sub(r);
-		EXPECT_EQ(s.error, expect) << op_name(r.op) << " via submit(): "
-					   << (s.error ? strerrorname_np(s.error) : "ok");
+		EXPECT_EQ(s.error, expect)
+			<< op_name(r.op) << " via submit(): " << (s.error ? strerrorname_np(s.error) : "ok");
 	}
 }
 
@@ -735,10 +738,14 @@ TYPED_TEST(backend_conformance, many_requests_from_several_threads)
 					comps[i].index = i;
 					if (reading) {
 						rv[i] = {got[i].data(), block};
-						this->b().submit(rw_req(op_kind::read, this->fd(), i * block, &rv[i], 1), comps[i]);
+						this->b().submit(rw_req(op_kind::read, this->fd(), i * block, &rv[i],
+									1),
+								 comps[i]);
 					} else {
 						wv[i] = {data[i].data(), block};
-						this->b().submit(rw_req(op_kind::write, this->fd(), i * block, &wv[i], 1), comps[i]);
+						this->b().submit(rw_req(op_kind::write, this->fd(), i * block, &wv[i],
+									1),
+								 comps[i]);
 					}
 				}
 				// Stay alive until every completion is in: io_uring
@@ -771,7 +778,8 @@ TYPED_TEST(backend_conformance, many_requests_from_several_threads)
 // Only the asynchronous backends: the fake and sync backends complete
 // inside submit(), so nothing of theirs is ever in flight.
 template <class Kind>
-class async_backend_conformance : public backend_conformance<Kind> {};
+class async_backend_conformance : public backend_conformance<Kind> {
+};
 using async_backend_kinds = ::testing::Types<uring_kind>;
 TYPED_TEST_SUITE(async_backend_conformance, async_backend_kinds, kind_names);
 
@@ -874,7 +882,8 @@ TYPED_TEST(backend_conformance, destruction_with_requests_in_flight)
 			// Completed (full data) or cancelled before it ran.
 			if (r.ok()) {
 				EXPECT_EQ(r.bytes, 4096u);
-				EXPECT_TRUE(std::equal(got[i].begin(), got[i].end(), data.begin() + static_cast<std::ptrdiff_t>(i * 4096)));
+				EXPECT_TRUE(std::equal(got[i].begin(), got[i].end(),
+						       data.begin() + static_cast<std::ptrdiff_t>(i * 4096)));
 			} else {
 				EXPECT_EQ(r.error, ECANCELED) << "request " << i << ": " << strerrorname_np(r.error);
 			}
@@ -986,7 +995,8 @@ TEST(uring_factory, depth_bounds_requests_in_flight)
 		th.join();
 	EXPECT_LE(r.backend->max_in_flight(), 2u);
 	for (std::size_t i = 0; i < 64; ++i)
-		EXPECT_TRUE(std::equal(got[i].begin(), got[i].end(), data.begin() + static_cast<std::ptrdiff_t>(i * 4096)))
+		EXPECT_TRUE(
+			std::equal(got[i].begin(), got[i].end(), data.begin() + static_cast<std::ptrdiff_t>(i * 4096)))
 			<< "request " << i;
 }
 
@@ -1064,7 +1074,7 @@ public:
 	[[nodiscard]] int fd() const { return _file.fd(); }
 	[[nodiscard]] mode_t mode() const
 	{
-		struct stat st{};
+		struct stat st {};
 		return fstat(_file.fd(), &st) == 0 ? (st.st_mode & 07777) : 0;
 	}
 
@@ -1214,8 +1224,7 @@ TEST(credentials, uring_write_runs_with_the_captured_personality)
 	std::printf("  CapEff after setfsuid(%u): %#llx (CAP_FSETID %s)\n", k_test_uid,
 		    static_cast<unsigned long long>(c.cap_eff_as_user),
 		    (c.cap_eff_as_user >> k_cap_fsetid) & 1 ? "kept" : "dropped");
-	EXPECT_EQ((c.cap_eff_as_user >> k_cap_fsetid) & 1, 0u)
-		<< "setfsuid to non-root did not drop CAP_FSETID";
+	EXPECT_EQ((c.cap_eff_as_user >> k_cap_fsetid) & 1, 0u) << "setfsuid to non-root did not drop CAP_FSETID";
 
 	// The same chain, the reaper's write carrying the personality.
 	{

@@ -41,7 +41,9 @@ std::string env_or_empty(const char* name) {
   return v != nullptr ? v : "";
 }
 
-std::string errno_text(int rc) { return std::to_string(rc) + " (" + std::strerror(rc < 0 ? -rc : rc) + ")"; }
+std::string errno_text(int rc) {
+  return std::to_string(rc) + " (" + std::strerror(rc < 0 ? -rc : rc) + ")";
+}
 
 // What one file must hold: grows like a sparse file (holes read as zeros).
 struct model_file {
@@ -58,9 +60,9 @@ std::string describe_mismatch(const std::string& what, std::span<const std::byte
                               std::span<const std::byte> want) {
   long long at = first_difference(got, want);
   if (at < 0) return "";
-  std::string s = what + ": differs at byte " + std::to_string(at) + " (got size " + std::to_string(got.size()) +
-                  ", want " + std::to_string(want.size()) + ", checksum got " + std::to_string(checksum(got)) +
-                  " want " + std::to_string(checksum(want)) + ")";
+  std::string s = what + ": differs at byte " + std::to_string(at) + " (got size " +
+                  std::to_string(got.size()) + ", want " + std::to_string(want.size()) + ", checksum got " +
+                  std::to_string(checksum(got)) + " want " + std::to_string(checksum(want)) + ")";
   if (static_cast<std::size_t>(at) < got.size() && static_cast<std::size_t>(at) < want.size()) {
     s += ", byte got " + std::to_string(static_cast<int>(got[static_cast<std::size_t>(at)])) + " want " +
          std::to_string(static_cast<int>(want[static_cast<std::size_t>(at)]));
@@ -95,7 +97,8 @@ class data_test : public ::testing::TestWithParam<param> {
     ASSERT_EQ(_reference.client->status(), 0) << _reference.client->last_error();
     // One directory per test and protocol so parameters never share files.
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string dir = "/" + std::string(info->test_suite_name()) + "." + info->name() + "." + std::to_string(getpid());
+    std::string dir =
+        "/" + std::string(info->test_suite_name()) + "." + info->name() + "." + std::to_string(getpid());
     std::replace(dir.begin() + 1, dir.end(), '/', '_');
     // When the target is /vfs itself the reference is a second, independent
     // run in a sibling directory.
@@ -126,7 +129,8 @@ class data_test : public ::testing::TestWithParam<param> {
       int rc = s->client->read_file(s->path(name), got);
       ASSERT_EQ(rc, 0) << s->export_path << s->path(name) << ": read " << errno_text(rc) << " "
                        << s->client->last_error();
-      EXPECT_EQ(describe_mismatch("NFSv" + to_string(_version) + " " + s->export_path + s->path(name), got, want.bytes),
+      EXPECT_EQ(describe_mismatch("NFSv" + to_string(_version) + " " + s->export_path + s->path(name), got,
+                                  want.bytes),
                 "");
       nfs_attrs a;
       rc = s->client->stat(s->path(name), a);
@@ -149,16 +153,18 @@ class data_test : public ::testing::TestWithParam<param> {
 
 // Offsets at and around the 512-byte (logical block / DIO alignment) and
 // 4096-byte (page) boundaries, and sizes from one byte to 4 MiB.
-const std::vector<std::uint64_t> k_offsets = {0, 1, 511, 512, 513, 4095, 4096, 4097, 8191, 65536 + 511, MiB - 3};
-const std::vector<std::size_t> k_sizes = {1, 7, 511, 512, 513, 4095, 4096, 4097, 12288, 65536 + 1, MiB - 1, 4 * MiB};
+const std::vector<std::uint64_t> k_offsets = {0,    1,    511,  512,         513,    4095,
+                                              4096, 4097, 8191, 65536 + 511, MiB - 3};
+const std::vector<std::size_t> k_sizes = {1,    7,    511,   512,       513,     4095,
+                                          4096, 4097, 12288, 65536 + 1, MiB - 1, 4 * MiB};
 
 // Each (offset, size) into a fresh file: size, leading hole and data.
 TEST_P(data_test, fresh_file_writes_at_boundaries) {
   std::uint64_t seed = 1;
   for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{511}, std::uint64_t{512},
                             std::uint64_t{4095}, std::uint64_t{4097}}) {
-    for (std::size_t len : {std::size_t{1}, std::size_t{511}, std::size_t{512}, std::size_t{513}, std::size_t{4096},
-                            std::size_t{4097}, std::size_t{MiB + 1}}) {
+    for (std::size_t len : {std::size_t{1}, std::size_t{511}, std::size_t{512}, std::size_t{513},
+                            std::size_t{4096}, std::size_t{4097}, std::size_t{MiB + 1}}) {
       const std::string name = "f_" + std::to_string(off) + "_" + std::to_string(len);
       std::vector<std::byte> data(len);
       fill_pattern(data, ++seed, off);
@@ -169,12 +175,13 @@ TEST_P(data_test, fresh_file_writes_at_boundaries) {
         int rc = s->client->create(s->path(name), O_RDWR, 0644, f);
         ASSERT_EQ(rc, 0) << s->export_path << s->path(name) << ": create " << errno_text(rc);
         rc = f.pwrite_all(off, data);
-        ASSERT_EQ(rc, 0) << s->export_path << s->path(name) << " write " << len << "@" << off << ": " << errno_text(rc)
-                         << " " << s->client->last_error();
+        ASSERT_EQ(rc, 0) << s->export_path << s->path(name) << " write " << len << "@" << off << ": "
+                         << errno_text(rc) << " " << s->client->last_error();
         // read back the range just written through the same open file
         std::vector<std::byte> back(len);
         long long got = f.pread_full(off, back);
-        ASSERT_EQ(got, static_cast<long long>(len)) << s->export_path << s->path(name) << " " << s->client->last_error();
+        ASSERT_EQ(got, static_cast<long long>(len))
+            << s->export_path << s->path(name) << " " << s->client->last_error();
         ASSERT_EQ(describe_mismatch(s->export_path + s->path(name) + " readback", back, data), "");
         ASSERT_EQ(f.close(), 0);
       }
@@ -202,7 +209,8 @@ TEST_P(data_test, overlapping_writes_round_trip) {
       want.write(off, data);
       for (std::size_t i = 0; i < 2; ++i) {
         int rc = files[i].pwrite_all(off, data);
-        ASSERT_EQ(rc, 0) << sides()[i]->export_path << " write " << len << "@" << off << ": " << errno_text(rc);
+        ASSERT_EQ(rc, 0) << sides()[i]->export_path << " write " << len << "@" << off << ": "
+                         << errno_text(rc);
       }
       // Read a window wider than the write, so damage just outside the
       // written range (the boundary pages of a split direct write) shows.
@@ -213,8 +221,8 @@ TEST_P(data_test, overlapping_writes_round_trip) {
         std::vector<std::byte> back(hi - lo);
         long long got = files[i].pread_full(lo, back);
         ASSERT_EQ(got, static_cast<long long>(back.size())) << sides()[i]->export_path;
-        ASSERT_EQ(describe_mismatch(sides()[i]->export_path + " window after write " + std::to_string(len) + "@" +
-                                        std::to_string(off),
+        ASSERT_EQ(describe_mismatch(sides()[i]->export_path + " window after write " + std::to_string(len) +
+                                        "@" + std::to_string(off),
                                     back, expect),
                   "");
       }
@@ -231,9 +239,9 @@ TEST_P(data_test, overlapping_writes_round_trip) {
         long long got = files[i].pread_full(off, back);
         ASSERT_EQ(got, static_cast<long long>(n)) << sides()[i]->export_path << " read " << len << "@" << off;
         back.resize(n);
-        ASSERT_EQ(describe_mismatch(sides()[i]->export_path + " read " + std::to_string(len) + "@" +
-                                        std::to_string(off),
-                                    back, expect),
+        ASSERT_EQ(describe_mismatch(
+                      sides()[i]->export_path + " read " + std::to_string(len) + "@" + std::to_string(off),
+                      back, expect),
                   "");
       }
     }
@@ -488,7 +496,8 @@ std::vector<std::string> exports_under_test() {
 
 std::string param_name(const ::testing::TestParamInfo<param>& info) {
   std::string e = std::get<1>(info.param).substr(1);
-  std::replace_if(e.begin(), e.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+  std::replace_if(
+      e.begin(), e.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
   return std::string(std::get<0>(info.param) == nfs_version::v3 ? "v3" : "v4_0") + "_" + e;
 }
 

@@ -16,7 +16,9 @@ extern "C" {
 
 namespace dcache::e2e {
 
-std::string to_string(nfs_version v) { return v == nfs_version::v3 ? "3" : "4.0"; }
+std::string to_string(nfs_version v) {
+  return v == nfs_version::v3 ? "3" : "4.0";
+}
 
 namespace {
 
@@ -51,7 +53,9 @@ nfs_file& nfs_file::operator=(nfs_file&& other) noexcept {
   return *this;
 }
 
-nfs_file::~nfs_file() { (void)close(); }
+nfs_file::~nfs_file() {
+  (void)close();
+}
 
 int nfs_file::close() {
   if (_fh == nullptr) return 0;
@@ -166,8 +170,12 @@ std::string nfs_client::last_error() const {
   return e != nullptr ? e : "";
 }
 
-std::uint64_t nfs_client::max_read() const { return _status == 0 ? nfs_get_readmax(_nfs) : 0; }
-std::uint64_t nfs_client::max_write() const { return _status == 0 ? nfs_get_writemax(_nfs) : 0; }
+std::uint64_t nfs_client::max_read() const {
+  return _status == 0 ? nfs_get_readmax(_nfs) : 0;
+}
+std::uint64_t nfs_client::max_write() const {
+  return _status == 0 ? nfs_get_writemax(_nfs) : 0;
+}
 
 int nfs_client::create(const std::string& path, int flags, int mode, nfs_file& out) {
   if (_status != 0) return _status;

@@ -112,7 +112,9 @@ protected:
 				m.resize(off + len);
 			std::copy(data.begin(), data.end(), m.begin() + static_cast<std::ptrdiff_t>(off));
 		}
-		const struct iovec v{const_cast<std::uint8_t *>(data.data()), data.size()};
+		const struct iovec v {
+			const_cast<std::uint8_t *>(data.data()), data.size()
+		};
 		const dcache_io io{fd, off, &v, 1, false};
 		return dcache_write(exp, f ? f : file, &io);
 	}
@@ -142,7 +144,8 @@ protected:
 	{
 		std::size_t n = 0;
 		for (const auto &c : calls_of(op_kind::write))
-			if (!c.direct && c.rwf == rwf && c.offset < (page + 1) * k_page && c.offset + c.length > page * k_page)
+			if (!c.direct && c.rwf == rwf && c.offset < (page + 1) * k_page &&
+			    c.offset + c.length > page * k_page)
 				++n;
 		return n;
 	}
@@ -157,11 +160,12 @@ protected:
 	// exactly one reason.
 	void expect_accounting() const
 	{
-		EXPECT_EQ(stat_of(exp, "boundary_held"),
-			  stat_of(exp, "boundary_completed") + stat_of(exp, "boundary_released_by_age") +
-				  stat_of(exp, "boundary_released_by_ceiling") +
-				  stat_of(exp, "boundary_released_at_close") + stat_of(exp, "boundary_released_by_truncate") +
-				  stat_of(exp, "boundary_pages_current"));
+		EXPECT_EQ(stat_of(exp, "boundary_held"), stat_of(exp, "boundary_completed") +
+								 stat_of(exp, "boundary_released_by_age") +
+								 stat_of(exp, "boundary_released_by_ceiling") +
+								 stat_of(exp, "boundary_released_at_close") +
+								 stat_of(exp, "boundary_released_by_truncate") +
+								 stat_of(exp, "boundary_pages_current"));
 	}
 	void expect_contents(int fd = k_fd)
 	{
@@ -453,7 +457,9 @@ TEST_F(boundary, commit_keeps_the_held_pages_of_its_range_and_counts_them)
 		const std::uint64_t page = held.second;
 		const auto wb = calls_of(op_kind::writeback);
 		EXPECT_EQ(std::count_if(wb.begin(), wb.end(),
-					[&](const auto &c) { return c.fd == fd && c.offset == page * k_page && c.length == k_page; }),
+					[&](const auto &c) {
+						return c.fd == fd && c.offset == page * k_page && c.length == k_page;
+					}),
 			  1)
 			<< "fd " << fd << " page " << page;
 	}
@@ -731,7 +737,8 @@ TEST_F(boundary, thirty_two_interleaved_writers_complete_every_shared_page)
 		ts.emplace_back([&] {
 			for (int i; (i = next.fetch_add(1)) < k_chunks;) {
 				const auto c = static_cast<std::uint64_t>(order[static_cast<std::size_t>(i)]);
-				if (write(c * k_chunk, k_chunk, nullptr, k_fd, static_cast<unsigned>(c)).bytes != k_chunk)
+				if (write(c * k_chunk, k_chunk, nullptr, k_fd, static_cast<unsigned>(c)).bytes !=
+				    k_chunk)
 					failures.fetch_add(1);
 			}
 		});
@@ -856,7 +863,9 @@ TEST(boundary_settings, gauges_survive_a_stats_reset)
 	dcache_export *e = export_new_with_backend(&s, "x", &fb);
 	dcache_file *f = dcache_file_new(e);
 	std::vector<std::uint8_t> d(200, 1);
-	const struct iovec v{d.data(), d.size()};
+	const struct iovec v {
+		d.data(), d.size()
+	};
 	const dcache_io io{k_fd, 100, &v, 1, false};
 	ASSERT_EQ(dcache_write(e, f, &io).bytes, 200u);
 	dcache_stats_reset(e);

@@ -84,7 +84,8 @@ protected:
 	{
 		// Buffer at a chosen distance from a 4096-aligned address, kept
 		// alive by the fixture until the end of the test.
-		auto *raw = static_cast<std::uint8_t *>(std::aligned_alloc(4096, ((data.size() + mem_shift) / 4096 + 1) * 4096));
+		auto *raw = static_cast<std::uint8_t *>(
+			std::aligned_alloc(4096, ((data.size() + mem_shift) / 4096 + 1) * 4096));
 		_bufs.emplace_back(raw, &std::free);
 		std::memcpy(raw + mem_shift, data.data(), data.size());
 		_iov = {raw + mem_shift, data.size()};
@@ -121,7 +122,9 @@ TEST(engine_async_inline, synchronous_backend_completes_inline_without_done)
 	dcache_export *exp = export_new_with_backend(&s, "inline", &fb);
 	dcache_file *file = dcache_file_new(exp);
 	std::vector<std::uint8_t> data = pattern(5000, 1);
-	struct iovec v {data.data(), data.size()};
+	struct iovec v {
+		data.data(), data.size()
+	};
 	const dcache_io io{k_fd, 10, &v, 1, true};
 	done_probe d;
 	dcache_io_result r{};
@@ -572,7 +575,9 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 				for (int k = 0; k < k_per_thread; ++k) {
 					const int i = t * k_per_thread + k;
 					ctxs[i] = {&st, i};
-					struct iovec v {bufs[i].data(), k_block};
+					struct iovec v {
+						bufs[i].data(), k_block
+					};
 					const dcache_io io{fd, static_cast<std::uint64_t>(i) * k_block, &v, 1, false};
 					dcache_io_result inl{};
 					const bool done_inline =
@@ -586,8 +591,9 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 						if (inl.error != 0 || inl.bytes != k_block)
 							++st.errors;
 					}
-					st.max_outstanding = std::max<std::size_t>(st.max_outstanding,
-										   static_cast<std::size_t>(st.started - st.completed));
+					st.max_outstanding = std::max<std::size_t>(
+						st.max_outstanding,
+						static_cast<std::size_t>(st.started - st.completed));
 					st.cv.notify_all();
 				}
 				// io_uring cancels a thread's requests when it exits:
@@ -600,7 +606,8 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 		std::lock_guard lock(st.m);
 		EXPECT_EQ(st.errors, 0);
 		for (int i = 0; i < k_total; ++i)
-			EXPECT_EQ(st.done_calls_per_req[i], 1) << "request " << i << " completed " << st.done_calls_per_req[i] << " times";
+			EXPECT_EQ(st.done_calls_per_req[i], 1)
+				<< "request " << i << " completed " << st.done_calls_per_req[i] << " times";
 	};
 
 	run_phase(true, blocks);
@@ -611,7 +618,8 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 	// Verify with plain preads.
 	for (int i = 0; i < k_total; ++i) {
 		std::vector<std::uint8_t> got(k_block);
-		ASSERT_EQ(pread(fd, got.data(), k_block, static_cast<off_t>(i) * k_block), static_cast<ssize_t>(k_block));
+		ASSERT_EQ(pread(fd, got.data(), k_block, static_cast<off_t>(i) * k_block),
+			  static_cast<ssize_t>(k_block));
 		ASSERT_EQ(got, blocks[i]) << "block " << i;
 	}
 	// Read back through the engine (fast path hits or deferred reads).
@@ -626,7 +634,9 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 
 	// Blocking API over io_uring: start + wait.
 	std::vector<std::uint8_t> one(k_block);
-	struct iovec v {one.data(), k_block};
+	struct iovec v {
+		one.data(), k_block
+	};
 	const dcache_io io{fd, 5 * k_block, &v, 1, false};
 	const dcache_io_result r = dcache_read(exp, file, &io);
 	EXPECT_EQ(r.bytes, k_block);
@@ -710,7 +720,9 @@ TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
 	dcache_file *file = dcache_file_new(exp);
 	for (unsigned i = 0; i < 3; ++i) {
 		const std::vector<std::uint8_t> data = pattern(10000, 40 + i);
-		struct iovec v {const_cast<std::uint8_t *>(data.data()), data.size()};
+		struct iovec v {
+			const_cast<std::uint8_t *>(data.data()), data.size()
+		};
 		const dcache_io io{fd, i * 10000ull, &v, 1, false};
 		const dcache_io_result r = dcache_write(exp, file, &io);
 		ASSERT_EQ(r.error, 0);
@@ -779,7 +791,9 @@ TEST(engine_uring, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 			for (int i = 0; i < k_rounds; ++i) {
 				const std::size_t shift = (i + t) % 2;
 				std::memset(raw + shift, 1 + t * 7 + i % 5, k_page);
-				struct iovec v {raw + shift, k_page};
+				struct iovec v {
+					raw + shift, k_page
+				};
 				const dcache_io io{fd, ((i * 5 + t * 3) % k_pages) * k_page, &v, 1, false};
 				const dcache_io_result r = dcache_write(exp, file, &io);
 				if (r.error != 0 || r.bytes != k_page)
@@ -800,7 +814,8 @@ TEST(engine_uring, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 	for (std::size_t p = 0; p < k_pages; ++p) {
 		std::vector<std::uint8_t> cached(k_page);
 		auto *disk = static_cast<std::uint8_t *>(std::aligned_alloc(k_page, k_page));
-		ASSERT_EQ(pread(fd, cached.data(), k_page, static_cast<off_t>(p * k_page)), static_cast<ssize_t>(k_page));
+		ASSERT_EQ(pread(fd, cached.data(), k_page, static_cast<off_t>(p * k_page)),
+			  static_cast<ssize_t>(k_page));
 		ASSERT_EQ(pread(dfd, disk, k_page, static_cast<off_t>(p * k_page)), static_cast<ssize_t>(k_page));
 		EXPECT_EQ(std::memcmp(cached.data(), disk, k_page), 0) << "page " << p << ": the cache is stale";
 		std::free(disk);

@@ -86,7 +86,9 @@ protected:
 	}
 	dcache_io_result read(std::uint64_t off, std::uint8_t *buf, std::size_t len)
 	{
-		const struct iovec v{buf, len};
+		const struct iovec v {
+			buf, len
+		};
 		const dcache_io io{k_fd, off, &v, 1, false};
 		return dcache_read(exp, file, &io);
 	}
@@ -359,8 +361,8 @@ TEST_P(no_room, direct_middle_reissued_through_the_page_cache_writes_what_fits)
 	const int err = GetParam();
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(20000, 0);
-	fb.fail_call(2, err);      // call 0 head, call 1 its write-back, call 2 middle
-	fb.short_call(3, 5000);    // the reissue: only 5000 bytes fit
+	fb.fail_call(2, err);	// call 0 head, call 1 its write-back, call 2 middle
+	fb.short_call(3, 5000); // the reissue: only 5000 bytes fit
 	const auto r = write(1000, p, true);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 3096u + 5000u) << "head + what fitted";
@@ -486,9 +488,9 @@ TEST_F(engine, no_odirect_falls_back_to_dontcache_counted_logged_once)
 TEST_F(engine, einval_on_a_direct_write_reissues_non_direct)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
-	fb.fail_when([](const dcache::io::request &q, std::size_t) {
-		return q.op == op_kind::write && q.fd >= fake_backend::k_direct_fd_base;
-	}, EINVAL, 1);
+	fb.fail_when([](const dcache::io::request &q,
+			std::size_t) { return q.op == op_kind::write && q.fd >= fake_backend::k_direct_fd_base; },
+		     EINVAL, 1);
 	payload p(8192, 0);
 	const auto r = write(0, p);
 	EXPECT_EQ(r.error, 0);
@@ -502,9 +504,9 @@ TEST_F(engine, eio_on_a_direct_read_reissues_it_dontcache)
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_BUFFERED);
 	payload p(8192, 0);
 	ASSERT_EQ(write(0, p).error, 0);
-	fb.fail_when([](const dcache::io::request &q, std::size_t) {
-		return q.op == op_kind::read && q.fd >= fake_backend::k_direct_fd_base;
-	}, EIO, 1);
+	fb.fail_when([](const dcache::io::request &q,
+			std::size_t) { return q.op == op_kind::read && q.fd >= fake_backend::k_direct_fd_base; },
+		     EIO, 1);
 	std::vector<std::uint8_t> buf(8192);
 	const auto r = read(0, buf.data(), buf.size());
 	EXPECT_EQ(r.error, 0);
@@ -566,23 +568,23 @@ TEST_P(stability, one_sync_per_write_never_lower_than_asked)
 	}
 }
 
-INSTANTIATE_TEST_SUITE_P(
-	engine, stability,
-	::testing::Values(stable_case{DCACHE_MODE_BUFFERED, false, 0, 0, false},
-			  stable_case{DCACHE_MODE_BUFFERED, true, 1, 0, true},
-			  stable_case{DCACHE_MODE_DONTCACHE, false, 0, 0, false},
-			  stable_case{DCACHE_MODE_DONTCACHE, true, 1, 0, true},
-			  stable_case{DCACHE_MODE_FADVISE, false, 0, 0, false},
-			  stable_case{DCACHE_MODE_FADVISE, true, 1, 0, true},
-			  stable_case{DCACHE_MODE_DIRECT, false, 0, 0, false},
-			  stable_case{DCACHE_MODE_DIRECT, true, 1, 0, true},
-			  stable_case{DCACHE_MODE_DIRECT_DATA_SYNC, false, 0, 1, true},
-			  stable_case{DCACHE_MODE_DIRECT_DATA_SYNC, true, 1, 0, true},
-			  stable_case{DCACHE_MODE_DIRECT_FILE_SYNC, false, 1, 0, true},
-			  stable_case{DCACHE_MODE_DIRECT_FILE_SYNC, true, 1, 0, true}),
-	[](const auto &p) {
-		return std::string(dcache_mode_name(p.param.mode)) + (p.param.asked ? "_stable" : "_unstable");
-	});
+INSTANTIATE_TEST_SUITE_P(engine, stability,
+			 ::testing::Values(stable_case{DCACHE_MODE_BUFFERED, false, 0, 0, false},
+					   stable_case{DCACHE_MODE_BUFFERED, true, 1, 0, true},
+					   stable_case{DCACHE_MODE_DONTCACHE, false, 0, 0, false},
+					   stable_case{DCACHE_MODE_DONTCACHE, true, 1, 0, true},
+					   stable_case{DCACHE_MODE_FADVISE, false, 0, 0, false},
+					   stable_case{DCACHE_MODE_FADVISE, true, 1, 0, true},
+					   stable_case{DCACHE_MODE_DIRECT, false, 0, 0, false},
+					   stable_case{DCACHE_MODE_DIRECT, true, 1, 0, true},
+					   stable_case{DCACHE_MODE_DIRECT_DATA_SYNC, false, 0, 1, true},
+					   stable_case{DCACHE_MODE_DIRECT_DATA_SYNC, true, 1, 0, true},
+					   stable_case{DCACHE_MODE_DIRECT_FILE_SYNC, false, 1, 0, true},
+					   stable_case{DCACHE_MODE_DIRECT_FILE_SYNC, true, 1, 0, true}),
+			 [](const auto &p) {
+				 return std::string(dcache_mode_name(p.param.mode)) +
+					(p.param.asked ? "_stable" : "_unstable");
+			 });
 
 // ---- READ ------------------------------------------------------------------
 
@@ -597,8 +599,8 @@ TEST_F(engine, direct_read_widens_and_handles_eof)
 		std::uint64_t off;
 		std::size_t len;
 	};
-	for (const rc &c : {rc{100, 8000}, rc{0, 9000}, rc{9000, 4096}, rc{5904, 4096}, rc{4096, 5904},
-			    rc{10000, 4096}, rc{12288, 4096}, rc{1, 9999}}) {
+	for (const rc &c : {rc{100, 8000}, rc{0, 9000}, rc{9000, 4096}, rc{5904, 4096}, rc{4096, 5904}, rc{10000, 4096},
+			    rc{12288, 4096}, rc{1, 9999}}) {
 		SCOPED_TRACE("off=" + std::to_string(c.off) + " len=" + std::to_string(c.len));
 		std::vector<std::uint8_t> buf(c.len + 16, 0xee);
 		const auto r = read(c.off, buf.data() + 3, c.len);
@@ -781,14 +783,37 @@ TEST(stats, names_are_unique_snake_case_and_include_the_documented_counters)
 			EXPECT_TRUE((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_') << n;
 	}
 	EXPECT_EQ(dcache_stats_name(dcache_stats_count()), nullptr);
-	for (const char *must :
-	     {"reads", "writes", "read_bytes", "write_bytes", "read_buffered", "read_dontcache", "read_direct",
-	      "read_not_direct_too_small", "read_not_direct_no_alignment", "write_buffered", "write_dontcache",
-	      "write_direct", "write_split", "write_not_direct_no_alignment", "write_not_direct_too_small",
-	      "write_not_direct_no_middle", "write_not_direct_mem_misaligned", "write_bounce_copies", "direct_bytes",
-	      "dontcache_bytes", "buffered_bytes", "syncs_fsync", "syncs_fdatasync", "writes_reply_stable",
-	      "writes_raised_stable", "commits", "fadvise_calls", "fallback_no_dontcache", "fallback_no_odirect",
-	      "short_transfers", "errors"})
+	for (const char *must : {"reads",
+				 "writes",
+				 "read_bytes",
+				 "write_bytes",
+				 "read_buffered",
+				 "read_dontcache",
+				 "read_direct",
+				 "read_not_direct_too_small",
+				 "read_not_direct_no_alignment",
+				 "write_buffered",
+				 "write_dontcache",
+				 "write_direct",
+				 "write_split",
+				 "write_not_direct_no_alignment",
+				 "write_not_direct_too_small",
+				 "write_not_direct_no_middle",
+				 "write_not_direct_mem_misaligned",
+				 "write_bounce_copies",
+				 "direct_bytes",
+				 "dontcache_bytes",
+				 "buffered_bytes",
+				 "syncs_fsync",
+				 "syncs_fdatasync",
+				 "writes_reply_stable",
+				 "writes_raised_stable",
+				 "commits",
+				 "fadvise_calls",
+				 "fallback_no_dontcache",
+				 "fallback_no_odirect",
+				 "short_transfers",
+				 "errors"})
 		EXPECT_TRUE(names.count(must)) << must;
 }
 
@@ -847,13 +872,16 @@ TEST_F(engine, concurrent_io_close_and_update)
 			payload p(4096 * 3 + 100, static_cast<std::size_t>(t));
 			std::vector<std::uint8_t> buf(9000);
 			for (int i = 0; i < k_ops; ++i) {
-				const std::uint64_t off = static_cast<std::uint64_t>(t) * 1000000 + static_cast<std::uint64_t>(i % 7) * 333;
+				const std::uint64_t off = static_cast<std::uint64_t>(t) * 1000000 +
+							  static_cast<std::uint64_t>(i % 7) * 333;
 				const struct iovec v = p.iov();
 				const dcache_io io{k_fd, off, &v, 1, i % 3 == 0};
 				const auto w = dcache_write(exp, file, &io);
 				if (w.error != 0 || w.bytes != 4096 * 3 + 100)
 					failures.fetch_add(1);
-				const struct iovec rv{buf.data(), buf.size()};
+				const struct iovec rv {
+					buf.data(), buf.size()
+				};
 				const dcache_io rio{k_fd, off, &rv, 1, false};
 				if (dcache_read(exp, file, &rio).error != 0)
 					failures.fetch_add(1);

@@ -101,8 +101,8 @@ TEST_P(write_plan_table, rules_hold_everywhere)
 			const seg_kind edge = dc ? seg_kind::dontcache : seg_kind::buffered;
 			const std::uint64_t thr = pages * page;
 			for (std::uint64_t off : around({0, o, 2ull * o, page, 3 * page, 1000000})) {
-				for (std::uint64_t len : around({0, o, m, 2ull * o, page, 2 * page, 3 * page,
-								 thr + o, thr + 2ull * o, 8 * page})) {
+				for (std::uint64_t len : around({0, o, m, 2ull * o, page, 2 * page, 3 * page, thr + o,
+								 thr + 2ull * o, 8 * page})) {
 					for (std::uintptr_t shift : {std::uintptr_t{0}, std::uintptr_t{1},
 								     std::uintptr_t{512}, std::uintptr_t{4096}}) {
 						const struct iovec v = at(k_base + shift, len);
@@ -110,8 +110,8 @@ TEST_P(write_plan_table, rules_hold_everywhere)
 						SCOPED_TRACE("o=" + std::to_string(o) + " m=" + std::to_string(m) +
 							     " pages=" + std::to_string(pages) + " dc=" +
 							     std::to_string(dc) + " off=" + std::to_string(off) +
-							     " len=" + std::to_string(len) + " shift=" +
-							     std::to_string(shift) + " -> " + describe(p));
+							     " len=" + std::to_string(len) +
+							     " shift=" + std::to_string(shift) + " -> " + describe(p));
 						++checked;
 						// Tiling.
 						ASSERT_LE(p.nsegs, 3);
@@ -129,7 +129,8 @@ TEST_P(write_plan_table, rules_hold_everywhere)
 								EXPECT_EQ(seg.length % cut, 0u);
 								// payload of the middle starts at seg.offset - off
 								const bool mem_ok =
-									(k_base + shift + (seg.offset - off)) % m == 0 &&
+									(k_base + shift + (seg.offset - off)) % m ==
+										0 &&
 									seg.length % m == 0;
 								EXPECT_EQ(seg.bounce, !mem_ok);
 							} else {
@@ -243,7 +244,8 @@ TEST(planner_write, no_alignment_and_fallback)
 TEST(planner_write, mem_misaligned_buffered_setting)
 {
 	const struct iovec v = at(k_base + 1, 64 * 1024);
-	const plan p = plan_write(direct_settings(2, true, DCACHE_MEM_MISALIGNED_BUFFERED), caps(4096, 512), 0, {&v, 1});
+	const plan p =
+		plan_write(direct_settings(2, true, DCACHE_MEM_MISALIGNED_BUFFERED), caps(4096, 512), 0, {&v, 1});
 	EXPECT_EQ(p.disp, disposition::mem_misaligned);
 	ASSERT_EQ(p.nsegs, 1);
 	EXPECT_EQ(p.segs[0].length, 64u * 1024u);
@@ -331,9 +333,10 @@ TEST_P(read_plan_table, widening_rules)
 			for (std::uintptr_t shift : {std::uintptr_t{0}, std::uintptr_t{1}, std::uintptr_t{512}}) {
 				const struct iovec v = at(k_base + shift, len);
 				// Offset alignment 4096, read alignment r (R <= O).
-				const plan p = plan_read(s, caps(std::max<std::uint32_t>(r, 4096), m, r), off, len, {&v, 1});
-				SCOPED_TRACE("r=" + std::to_string(r) + " off=" + std::to_string(off) + " len=" +
-					     std::to_string(len) + " -> " + describe(p));
+				const plan p =
+					plan_read(s, caps(std::max<std::uint32_t>(r, 4096), m, r), off, len, {&v, 1});
+				SCOPED_TRACE("r=" + std::to_string(r) + " off=" + std::to_string(off) +
+					     " len=" + std::to_string(len) + " -> " + describe(p));
 				if (len == 0) {
 					EXPECT_EQ(p.nsegs, 0);
 					continue;

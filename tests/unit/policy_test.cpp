@@ -76,48 +76,72 @@ INSTANTIATE_TEST_SUITE_P(
 	::testing::Values(
 		// Tracking: each edge's page is shared with a neighbour: tracked,
 		// written back; the middle keeps its bounce.
-		steps_case{"tracked_edges", with_write(DCACHE_MODE_DIRECT), k_split, 100, 3 * P + 100,
+		steps_case{"tracked_edges",
+			   with_write(DCACHE_MODE_DIRECT),
+			   k_split,
+			   100,
+			   3 * P + 100,
 			   {{step_kind::tracked, 100, P - 100, false, true},
 			    {step_kind::direct, P, 2 * P, true, false},
 			    {step_kind::tracked, 3 * P, 200, false, true}}},
 		// Without tracking: the DONTCACHE edges as planned, no write-back
 		// (the kernel starts it inside a DONTCACHE write).
-		steps_case{"untracked_edges", with_write(DCACHE_MODE_DIRECT, false), k_split, 100, 3 * P + 100,
+		steps_case{"untracked_edges",
+			   with_write(DCACHE_MODE_DIRECT, false),
+			   k_split,
+			   100,
+			   3 * P + 100,
 			   {{step_kind::dontcache, 100, P - 100, false, false},
 			    {step_kind::direct, P, 2 * P, true, false},
 			    {step_kind::dontcache, 3 * P, 200, false, false}}},
 		// Buffered edges (Direct_Misaligned_Dontcache = false) in a direct
 		// mode: not tracked, written back at once.
-		steps_case{"buffered_edges_written_back", with_write(DCACHE_MODE_DIRECT_DATA_SYNC, true, false),
-			   k_split_buffered, 100, 3 * P + 100,
+		steps_case{"buffered_edges_written_back",
+			   with_write(DCACHE_MODE_DIRECT_DATA_SYNC, true, false),
+			   k_split_buffered,
+			   100,
+			   3 * P + 100,
 			   {{step_kind::buffered, 100, P - 100, false, true},
 			    {step_kind::direct, P, 2 * P, false, false},
 			    {step_kind::buffered, 3 * P, 200, false, true}}},
 		// A WRITE smaller than a page leaves the rest of it to a neighbour.
-		steps_case{"small_write_in_one_page", with_write(DCACHE_MODE_DIRECT),
-			   plan_of({{seg_kind::dontcache, 0, 200, false}}, disposition::too_small), 0, 200,
+		steps_case{"small_write_in_one_page",
+			   with_write(DCACHE_MODE_DIRECT),
+			   plan_of({{seg_kind::dontcache, 0, 200, false}}, disposition::too_small),
+			   0,
+			   200,
 			   {{step_kind::tracked, 0, 200, false, true}}},
 		// A segment over three pages, the WRITE covering the middle one
 		// whole: first and last pieces tracked, the middle one not.
-		steps_case{"three_pages", with_write(DCACHE_MODE_DIRECT),
-			   plan_of({{seg_kind::dontcache, P - 10, P + 20, false}}, disposition::no_middle), P - 10,
+		steps_case{"three_pages",
+			   with_write(DCACHE_MODE_DIRECT),
+			   plan_of({{seg_kind::dontcache, P - 10, P + 20, false}}, disposition::no_middle),
+			   P - 10,
 			   P + 20,
 			   {{step_kind::tracked, P - 10, 10, false, true},
 			    {step_kind::dontcache, P, P, false, false},
 			    {step_kind::tracked, 2 * P, 10, false, true}}},
 		// A whole-page WRITE shares nothing: one untracked piece.
-		steps_case{"whole_pages_one_piece", with_write(DCACHE_MODE_DIRECT),
-			   plan_of({{seg_kind::dontcache, P, 2 * P, false}}, disposition::no_middle), P, 2 * P,
+		steps_case{"whole_pages_one_piece",
+			   with_write(DCACHE_MODE_DIRECT),
+			   plan_of({{seg_kind::dontcache, P, 2 * P, false}}, disposition::no_middle),
+			   P,
+			   2 * P,
 			   {{step_kind::dontcache, P, 2 * P, false, false}}},
 		// Modes without direct writes never write back or track.
-		steps_case{"dontcache_mode", with_write(DCACHE_MODE_DONTCACHE),
-			   plan_of({{seg_kind::dontcache, 100, 200, false}}, disposition::dontcache), 100, 200,
+		steps_case{"dontcache_mode",
+			   with_write(DCACHE_MODE_DONTCACHE),
+			   plan_of({{seg_kind::dontcache, 100, 200, false}}, disposition::dontcache),
+			   100,
+			   200,
 			   {{step_kind::dontcache, 100, 200, false, false}}},
-		steps_case{"buffered_mode", with_write(DCACHE_MODE_BUFFERED),
-			   plan_of({{seg_kind::buffered, 100, 200, false}}, disposition::buffered), 100, 200,
+		steps_case{"buffered_mode",
+			   with_write(DCACHE_MODE_BUFFERED),
+			   plan_of({{seg_kind::buffered, 100, 200, false}}, disposition::buffered),
+			   100,
+			   200,
 			   {{step_kind::buffered, 100, 200, false, false}}},
-		steps_case{"empty_plan", with_write(DCACHE_MODE_DIRECT), plan_of({}, disposition::too_small), 0, 0,
-			   {}}),
+		steps_case{"empty_plan", with_write(DCACHE_MODE_DIRECT), plan_of({}, disposition::too_small), 0, 0, {}}),
 	[](const ::testing::TestParamInfo<steps_case> &p) { return std::string(p.param.name); });
 
 TEST(policy, flags_for_every_step_kind)
@@ -168,7 +192,8 @@ TEST(policy, sync_a_write_needs)
 		{DCACHE_MODE_DIRECT_FILE_SYNC, true, sync_kind::fsync},
 	};
 	for (const row &r : rows)
-		EXPECT_EQ(write_sync(with_write(r.m), r.stable), r.want) << dcache_mode_name(r.m) << " stable=" << r.stable;
+		EXPECT_EQ(write_sync(with_write(r.m), r.stable), r.want)
+			<< dcache_mode_name(r.m) << " stable=" << r.stable;
 }
 
 TEST(policy, reads_try_the_page_cache_first_only_where_it_can_hit)

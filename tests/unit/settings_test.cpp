@@ -130,8 +130,8 @@ TEST_P(bad_read_modes, rejected_with_message)
 	EXPECT_EQ(out.io_cache_write, DCACHE_MODE_DIRECT) << "*out must be untouched on error";
 }
 INSTANTIATE_TEST_SUITE_P(settings, bad_read_modes,
-			 ::testing::Values("fast", "", "3", "4", "direct_data_sync", "direct_file_sync", "-1",
-					   "~1", "+1", "100", "buffered,", "dont cache", "02", "directx", " direct ",
+			 ::testing::Values("fast", "", "3", "4", "direct_data_sync", "direct_file_sync", "-1", "~1",
+					   "+1", "100", "buffered,", "dont cache", "02", "directx", " direct ",
 					   "direct ", "1e3"));
 
 class bad_write_modes : public ::testing::TestWithParam<const char *> {};
@@ -387,12 +387,12 @@ TEST(settings, format_lists_every_setting_in_order)
 {
 	const std::string line = formatted(dcache_settings_default());
 	std::size_t at = 0;
-#define DCACHE_IN_ORDER(name, field)                                   \
-	{                                                             \
+#define DCACHE_IN_ORDER(name, field)                                          \
+	{                                                                     \
 		const std::size_t pos = line.find(std::string(name) + " = "); \
-		EXPECT_NE(pos, std::string::npos) << name;            \
-		EXPECT_GE(pos, at) << name;                           \
-		at = pos;                                             \
+		EXPECT_NE(pos, std::string::npos) << name;                    \
+		EXPECT_GE(pos, at) << name;                                   \
+		at = pos;                                                     \
 	}
 	DCACHE_SETTINGS(DCACHE_IN_ORDER)
 #undef DCACHE_IN_ORDER

@@ -43,7 +43,9 @@ std::vector<std::uint8_t> slurp(int fd)
 
 result run(sync_backend &b, op_kind op, int fd, std::uint64_t off, void *buf, std::size_t len, int rwf = 0)
 {
-	struct iovec v{buf, len};
+	struct iovec v {
+		buf, len
+	};
 	request r;
 	r.op = op;
 	r.fd = fd;
@@ -184,7 +186,9 @@ TEST(c_api_real_file, direct_split_write_and_widened_read)
 	ASSERT_TRUE(e && df);
 
 	auto data = pattern(3 * 65536 + 777, 9);
-	const struct iovec v{data.data() + 0, data.size()};
+	const struct iovec v {
+		data.data() + 0, data.size()
+	};
 	const dcache_io io{f.fd(), 1234, &v, 1, false};
 	const dcache_io_result w = dcache_write(e, df, &io);
 	ASSERT_EQ(w.error, 0);
@@ -206,7 +210,9 @@ TEST(c_api_real_file, direct_split_write_and_widened_read)
 	for (std::uint64_t off : {std::uint64_t{0}, std::uint64_t{1234}, std::uint64_t{100000},
 				  std::uint64_t{disk.size() - 10}, std::uint64_t{disk.size() + 4096}}) {
 		std::vector<std::uint8_t> buf(70000, 0xee);
-		const struct iovec rv{buf.data(), buf.size()};
+		const struct iovec rv {
+			buf.data(), buf.size()
+		};
 		const dcache_io rio{f.fd(), off, &rv, 1, false};
 		const dcache_io_result r = dcache_read(e, df, &rio);
 		ASSERT_EQ(r.error, 0) << off;
@@ -236,14 +242,18 @@ TEST(c_api_real_file, dontcache_fallback_on_tmpfs)
 	dcache_export *e = dcache_export_new(&s, "tmpfs");
 	dcache_file *df = dcache_file_new(e);
 	auto data = pattern(5000, 2);
-	const struct iovec v{data.data(), data.size()};
+	const struct iovec v {
+		data.data(), data.size()
+	};
 	const dcache_io io{f.fd(), 0, &v, 1, false};
 	const dcache_io_result w = dcache_write(e, df, &io);
 	ASSERT_EQ(w.error, 0);
 	EXPECT_EQ(w.bytes, data.size());
 	const bool fell_back = stat_of(e, "fallback_no_dontcache") == 1;
 	std::vector<std::uint8_t> back(5000);
-	const struct iovec rv{back.data(), back.size()};
+	const struct iovec rv {
+		back.data(), back.size()
+	};
 	const dcache_io rio{f.fd(), 0, &rv, 1, false};
 	EXPECT_EQ(dcache_read(e, df, &rio).bytes, 5000u);
 	EXPECT_EQ(back, data);

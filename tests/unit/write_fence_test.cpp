@@ -209,7 +209,9 @@ TEST_F(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_o
 
 	// A: pages 0-3, page-aligned memory -> one direct segment, queued.
 	std::memset(raw, 'a', 4 * 4096);
-	struct iovec va {raw, 4 * 4096};
+	struct iovec va {
+		raw, 4 * 4096
+	};
 	const dcache_io a{k_fd, 0, &va, 1, false};
 	std::atomic<int> done_calls{0};
 	const auto on_done = [](void *p, dcache_io_result r) {
@@ -223,7 +225,9 @@ TEST_F(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_o
 
 	// B: page 2, memory one byte off -> buffered; must not be issued yet.
 	std::memset(raw + 4 * 4096 + 1, 'b', 4096);
-	struct iovec vb {raw + 4 * 4096 + 1, 4096};
+	struct iovec vb {
+		raw + 4 * 4096 + 1, 4096
+	};
 	const dcache_io b{k_fd, 2 * 4096, &vb, 1, false};
 	auto starter = std::async(std::launch::async, [&] {
 		dcache_io_result r{};
@@ -263,19 +267,23 @@ TEST_F(write_fence_engine, a_refused_middle_is_not_reissued_buffered_over_a_dire
 	};
 	dcache_io_result inl{};
 	// A: pages 2-3, direct, stays in flight.
-	struct iovec va {raw, 2 * 4096};
+	struct iovec va {
+		raw, 2 * 4096
+	};
 	const dcache_io a{k_fd, 2 * 4096, &va, 1, false};
 	ASSERT_FALSE(dcache_write_start(exp, file, &a, on_done, &ra, &inl));
 	// B: 1000 + 20000: head page 0, direct middle pages 1-4 (shares 2-3
 	// with A, same kind: no wait), tail page 5.
-	struct iovec vb {raw + 4 * 4096, 20000};
+	struct iovec vb {
+		raw + 4 * 4096, 20000
+	};
 	const dcache_io b{k_fd, 1000, &vb, 1, false};
 	ASSERT_FALSE(dcache_write_start(exp, file, &b, on_done, &rb, &inl));
 	ASSERT_EQ(qb.pending(), 2u);
 	EXPECT_EQ(dcache::test::stat_of(exp, "write_fence_waits"), 0u);
-	fb.fail_when([](const dcache::io::request &q, std::size_t) {
-		return q.op == dcache::io::op_kind::write && q.offset == 4096;
-	}, EIO, 1);
+	fb.fail_when([](const dcache::io::request &q,
+			std::size_t) { return q.op == dcache::io::op_kind::write && q.offset == 4096; },
+		     EIO, 1);
 	qb.release_one(1); // B's head
 	ASSERT_EQ(qb.pending(), 2u);
 	ASSERT_TRUE(qb.is_direct(1)) << "B's middle";

@@ -21,15 +21,18 @@ struct commit_counts {
   std::uint64_t writes_unstable = 0;
   std::uint64_t writes_data_sync = 0;
   std::uint64_t writes_file_sync = 0;
-  std::uint64_t writes_unknown = 0;   // NFSv4 through libnfs's high-level API: reply hidden
+  std::uint64_t writes_unknown = 0;  // NFSv4 through libnfs's high-level API: reply hidden
   std::uint64_t commits_sent = 0;
-  std::uint64_t commits_saved = 0;    // flush points where every WRITE was already stable
+  std::uint64_t commits_saved = 0;  // flush points where every WRITE was already stable
   std::uint64_t verifier_changes = 0;
 
   commit_counts& operator+=(const commit_counts& o) {
-    writes_unstable += o.writes_unstable; writes_data_sync += o.writes_data_sync;
-    writes_file_sync += o.writes_file_sync; writes_unknown += o.writes_unknown;
-    commits_sent += o.commits_sent; commits_saved += o.commits_saved;
+    writes_unstable += o.writes_unstable;
+    writes_data_sync += o.writes_data_sync;
+    writes_file_sync += o.writes_file_sync;
+    writes_unknown += o.writes_unknown;
+    commits_sent += o.commits_sent;
+    commits_saved += o.commits_saved;
     verifier_changes += o.verifier_changes;
     return *this;
   }
@@ -42,12 +45,22 @@ class commit_tracker {
   // A WRITE reply arrived with this stability (and verifier, if known).
   void on_write_reply(stability s, const verifier* verf = nullptr) {
     switch (s) {
-      case stability::unstable: ++_counts.writes_unstable; _dirty = true; break;
-      case stability::data_sync: ++_counts.writes_data_sync; break;
-      case stability::file_sync: ++_counts.writes_file_sync; break;
+      case stability::unstable:
+        ++_counts.writes_unstable;
+        _dirty = true;
+        break;
+      case stability::data_sync:
+        ++_counts.writes_data_sync;
+        break;
+      case stability::file_sync:
+        ++_counts.writes_file_sync;
+        break;
       // unknown stability must be treated as unstable: that is what a
       // careful client does when it cannot see the reply
-      case stability::unknown: ++_counts.writes_unknown; _dirty = true; break;
+      case stability::unknown:
+        ++_counts.writes_unknown;
+        _dirty = true;
+        break;
     }
     if (verf) note_verifier(*verf);
   }

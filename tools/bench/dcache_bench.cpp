@@ -105,9 +105,9 @@ struct conn {
   std::mt19937_64 rng;
   std::uint64_t cursor = 0, issued_bytes = 0, writes_since_fsync = 0;
   unsigned inflight = 0;
-  bool stopped = false;       // no more new operations
+  bool stopped = false;  // no more new operations
   bool commit_inflight = false;
-  bool draining = false;      // waiting for in-flight WRITEs before an fsync COMMIT
+  bool draining = false;  // waiting for in-flight WRITEs before an fsync COMMIT
   // interleave, stride order: this job's records, the next to write
   std::vector<std::uint64_t> own;
   std::size_t own_next = 0;
@@ -174,9 +174,17 @@ struct engine {
     }
     if (!spec.time_based && c.issued_bytes >= io_budget(spec)) return false;
     switch (spec.rw) {
-      case rw_mode::read: case rw_mode::randread: is_read = true; break;
-      case rw_mode::write: case rw_mode::randwrite: is_read = false; break;
-      default: is_read = (c.rng() % 100) < spec.rwmixread; break;
+      case rw_mode::read:
+      case rw_mode::randread:
+        is_read = true;
+        break;
+      case rw_mode::write:
+      case rw_mode::randwrite:
+        is_read = false;
+        break;
+      default:
+        is_read = (c.rng() % 100) < spec.rwmixread;
+        break;
     }
     if (is_random(spec.rw)) {
       const std::uint64_t blocks = range / spec.bs;
@@ -210,8 +218,10 @@ struct engine {
         c.draining = true;
         c.cursor -= is_random(spec.rw) || spec.rw == rw_mode::interleave ? 0 : len;
         if (spec.rw == rw_mode::interleave) {
-          if (spec.order == job_spec::record_order::stride) --c.own_next;
-          else --order_next;
+          if (spec.order == job_spec::record_order::stride)
+            --c.own_next;
+          else
+            --order_next;
         }
         maybe_fsync(c);
         break;
@@ -222,10 +232,17 @@ struct engine {
 
   void issue(conn& c, bool is_read, std::uint64_t off, std::uint64_t len) {
     std::unique_ptr<op_slot> slot;
-    if (!c.free_slots.empty()) { slot = std::move(c.free_slots.back()); c.free_slots.pop_back(); }
-    else slot = std::make_unique<op_slot>();
+    if (!c.free_slots.empty()) {
+      slot = std::move(c.free_slots.back());
+      c.free_slots.pop_back();
+    } else
+      slot = std::make_unique<op_slot>();
     op_slot* op = slot.release();
-    op->c = &c; op->is_read = is_read; op->offset = off; op->len = len; op->failed = false;
+    op->c = &c;
+    op->is_read = is_read;
+    op->offset = off;
+    op->len = len;
+    op->failed = false;
     op->pending = 0;
     if (!is_read) {
       op->buf.resize(len);
@@ -252,7 +269,8 @@ struct engine {
         sub->args.data.data_val = reinterpret_cast<char*>(op->buf.data() + done);
         rc = rpc_nfs3_write_async(c.rpc, &engine::on_write3, &sub->args, sub);
       } else {
-        rc = nfs_pwrite_async(c.nfs, c.fh, sub->offset, sub->len, op->buf.data() + done, &engine::on_write4, sub);
+        rc = nfs_pwrite_async(c.nfs, c.fh, sub->offset, sub->len, op->buf.data() + done, &engine::on_write4,
+                              sub);
       }
       if (rc != 0) {
         fail(std::string("queueing an RPC failed: ") + nfs_get_error(c.nfs));
@@ -271,19 +289,29 @@ struct engine {
     conn& c = *op->c;
     const double us = std::chrono::duration<double, std::micro>(clock_type::now() - op->start).count();
     if (!op->failed) {
-      if (op->is_read) { res->read_bytes += op->len; ++res->read_ops; res->read_lat.add(us); }
-      else { res->write_bytes += op->len; ++res->write_ops; res->write_lat.add(us); }
+      if (op->is_read) {
+        res->read_bytes += op->len;
+        ++res->read_ops;
+        res->read_lat.add(us);
+      } else {
+        res->write_bytes += op->len;
+        ++res->write_ops;
+        res->write_lat.add(us);
+      }
     }
     if (c.job == 0 && spec.slow_writer > 1 && !op->is_read) {
       // the slow writer: after each WRITE, idle (factor - 1) times as long
       // as it took, so it runs `factor` times slower than its neighbours
-      c.not_before = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
-                                              std::chrono::duration<double, std::micro>(us * (spec.slow_writer - 1)));
+      c.not_before =
+          clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                  std::chrono::duration<double, std::micro>(us * (spec.slow_writer - 1)));
     }
     --c.inflight;
     c.free_slots.emplace_back(op);
-    if (c.draining) maybe_fsync(c);
-    else pump(c);
+    if (c.draining)
+      maybe_fsync(c);
+    else
+      pump(c);
   }
 
   static void on_read(int err, nfs_context* nfs, void* data, void* priv) {
@@ -296,12 +324,14 @@ struct engine {
     } else {
       const auto got = static_cast<std::uint64_t>(err);
       if (got != sub->len) {
-        e.fail("short READ at " + std::to_string(sub->offset) + ": " + std::to_string(got) + " of " + std::to_string(sub->len));
+        e.fail("short READ at " + std::to_string(sub->offset) + ": " + std::to_string(got) + " of " +
+               std::to_string(sub->len));
         op->failed = true;
       }
       if (e.spec.verify && got > 0) {
         e.res->verify_bytes += got;
-        const auto m = verify_pattern({static_cast<const std::byte*>(data), got}, sub->offset, op->c->file_seed);
+        const auto m =
+            verify_pattern({static_cast<const std::byte*>(data), got}, sub->offset, op->c->file_seed);
         if (m) {
           ++e.res->verify_errors;
           if (e.res->first_verify_error.empty()) {
@@ -322,7 +352,8 @@ struct engine {
     engine& e = *self;
     op_slot* op = sub->op;
     if (status != RPC_STATUS_SUCCESS) {
-      e.fail(std::string("WRITE RPC failed: ") + (status == RPC_STATUS_ERROR && data ? static_cast<const char*>(data) : rpc_get_error(rpc)));
+      e.fail(std::string("WRITE RPC failed: ") +
+             (status == RPC_STATUS_ERROR && data ? static_cast<const char*>(data) : rpc_get_error(rpc)));
       op->failed = true;
     } else {
       auto* r = static_cast<WRITE3res*>(data);
@@ -335,7 +366,8 @@ struct engine {
         std::memcpy(v.data(), ok.verf, v.size());
         op->c->tracker.on_write_reply(static_cast<stability>(ok.committed), &v);
         if (ok.count != sub->len) {
-          e.fail("short WRITE at " + std::to_string(sub->offset) + ": " + std::to_string(ok.count) + " of " + std::to_string(sub->len));
+          e.fail("short WRITE at " + std::to_string(sub->offset) + ": " + std::to_string(ok.count) + " of " +
+                 std::to_string(sub->len));
           op->failed = true;
         }
       }
@@ -353,7 +385,10 @@ struct engine {
       op->failed = true;
     } else {
       op->c->tracker.on_write_reply(stability::unknown);
-      if (static_cast<std::uint64_t>(err) != sub->len) { e.fail("short WRITE"); op->failed = true; }
+      if (static_cast<std::uint64_t>(err) != sub->len) {
+        e.fail("short WRITE");
+        op->failed = true;
+      }
     }
     delete sub;
     e.sub_done(op);
@@ -391,7 +426,10 @@ struct engine {
   void commit_done(conn& c) {
     last_reply = clock_type::now();
     c.commit_inflight = false;
-    if (c.draining) { c.draining = false; pump(c); }
+    if (c.draining) {
+      c.draining = false;
+      pump(c);
+    }
   }
 
   static void on_commit3(rpc_context* rpc, int status, void* data, void* priv) {
@@ -412,8 +450,10 @@ struct engine {
   static void on_commit4(int err, nfs_context* nfs, void* data, void* priv) {
     auto& c = *static_cast<conn*>(priv);
     engine& e = *self;
-    if (err < 0) e.fail(std::string("COMMIT failed: ") + static_cast<const char*>(data ? data : nfs_get_error(nfs)));
-    else c.tracker.on_commit_reply();
+    if (err < 0)
+      e.fail(std::string("COMMIT failed: ") + static_cast<const char*>(data ? data : nfs_get_error(nfs)));
+    else
+      c.tracker.on_commit_reply();
     e.commit_done(c);
   }
 
@@ -441,9 +481,16 @@ struct engine {
       const auto now0 = clock_type::now();
       for (const auto& c : conns)
         if (!c->stopped && c->not_before > now0)
-          timeout_ms = std::min<int>(timeout_ms, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(c->not_before - now0).count()) + 1);
+          timeout_ms = std::min<int>(
+              timeout_ms,
+              static_cast<int>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(c->not_before - now0).count()) +
+                  1);
       const int n = ::poll(fds.data(), fds.size(), timeout_ms);
-      if (n < 0 && errno != EINTR) { fail(std::string("poll: ") + std::strerror(errno)); return false; }
+      if (n < 0 && errno != EINTR) {
+        fail(std::string("poll: ") + std::strerror(errno));
+        return false;
+      }
       for (std::size_t i = 0; i < conns.size(); ++i) {
         // revents 0 still lets libnfs run its timeouts
         if (nfs_service(conns[i]->nfs, fds[i].revents) < 0) {
@@ -460,14 +507,16 @@ struct engine {
       if (spec.time_based && clock_type::now() >= deadline)
         for (auto& c : conns) c->stopped = true;
       for (auto& c : conns)
-        if (!c->stopped && !c->draining && c->inflight < spec.iodepth && c->not_before != clock_type::time_point{} &&
-            c->not_before <= clock_type::now())
+        if (!c->stopped && !c->draining && c->inflight < spec.iodepth &&
+            c->not_before != clock_type::time_point{} && c->not_before <= clock_type::now())
           pump(*c);
       const auto now = clock_type::now();
       if (progress && now - last_progress >= std::chrono::seconds(1)) {
         const std::uint64_t bytes = res->read_bytes + res->write_bytes;
         const double dt = std::chrono::duration<double>(now - last_progress).count();
-        std::fprintf(stderr, "\r%s %s: %6.1fs  %8.1f MiB/s  read %" PRIu64 " MiB  written %" PRIu64 " MiB  errors %" PRIu64 "   ",
+        std::fprintf(stderr,
+                     "\r%s %s: %6.1fs  %8.1f MiB/s  read %" PRIu64 " MiB  written %" PRIu64
+                     " MiB  errors %" PRIu64 "   ",
                      spec.name.c_str(), phase_name, std::chrono::duration<double>(now - t0).count(),
                      static_cast<double>(bytes - last_bytes) / dt / (1 << 20), res->read_bytes >> 20,
                      res->write_bytes >> 20, res->errors + res->verify_errors);
@@ -483,24 +532,39 @@ struct engine {
   bool run_phase(phase_result& out, const char* phase_name) {
     res = &out;
     for (auto& c : conns) {
-      c->stopped = false; c->cursor = 0; c->issued_bytes = 0; c->writes_since_fsync = 0;
-      c->own_next = 0; c->not_before = {};
+      c->stopped = false;
+      c->cursor = 0;
+      c->issued_bytes = 0;
+      c->writes_since_fsync = 0;
+      c->own_next = 0;
+      c->not_before = {};
       c->tracker = commit_tracker{};
       c->rng.seed(spec.seed * 1000003 + c->job);
     }
     order_next = 0;
     t0 = clock_type::now();
     last_reply = t0;
-    deadline = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(spec.runtime));
+    deadline =
+        t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(spec.runtime));
     for (auto& c : conns) pump(*c);
-    bool ok = run_loop([&] {
-      for (const auto& c : conns) if (!c->stopped || c->inflight || c->commit_inflight || c->draining) return true;
-      return false;
-    }, phase_name);
+    bool ok = run_loop(
+        [&] {
+          for (const auto& c : conns)
+            if (!c->stopped || c->inflight || c->commit_inflight || c->draining) return true;
+          return false;
+        },
+        phase_name);
     // close: COMMIT where a WRITE was answered UNSTABLE (the Linux client's rule)
     if (ok) {
-      for (auto& c : conns) if (c->tracker.flush_point()) send_commit(*c);
-      ok = run_loop([&] { for (const auto& c : conns) if (c->commit_inflight) return true; return false; }, phase_name);
+      for (auto& c : conns)
+        if (c->tracker.flush_point()) send_commit(*c);
+      ok = run_loop(
+          [&] {
+            for (const auto& c : conns)
+              if (c->commit_inflight) return true;
+            return false;
+          },
+          phase_name);
     }
     out.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
     for (auto& c : conns) out.commits += c->tracker.counts();
@@ -543,34 +607,58 @@ cli_options parse_cli(int argc, char** argv) {
       return argv[++i];
     };
     auto is = [&](const char* name) { return a == name || a.rfind(std::string(name) + "=", 0) == 0; };
-    if (a == "-h" || a == "--help") usage_exit(nullptr);
-    else if (is("--json")) o.json_path = value("--json");
-    else if (a == "--progress") o.progress = true;
-    else if (a == "--no-progress") o.progress = false;
-    else if (is("--sample-dir")) o.sample_dir = value("--sample-dir");
-    else if (is("--server-pid")) o.server_pid = std::atoi(value("--server-pid").c_str());
-    else if (is("--drop-cache")) o.drop_cache_dir = value("--drop-cache");
-    else if (is("--label")) o.label = value("--label");
-    else if (a == "--dry-run") o.dry_run = true;
+    if (a == "-h" || a == "--help")
+      usage_exit(nullptr);
+    else if (is("--json"))
+      o.json_path = value("--json");
+    else if (a == "--progress")
+      o.progress = true;
+    else if (a == "--no-progress")
+      o.progress = false;
+    else if (is("--sample-dir"))
+      o.sample_dir = value("--sample-dir");
+    else if (is("--server-pid"))
+      o.server_pid = std::atoi(value("--server-pid").c_str());
+    else if (is("--drop-cache"))
+      o.drop_cache_dir = value("--drop-cache");
+    else if (is("--label"))
+      o.label = value("--label");
+    else if (a == "--dry-run")
+      o.dry_run = true;
     else if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
       const auto eq = a.find('=');
       overrides.emplace_back(a.substr(2, eq - 2), a.substr(eq + 1));
     } else if (a.rfind("--", 0) != 0 && a.find('=') != std::string::npos) {
       const auto eq = a.find('=');
       overrides.emplace_back(a.substr(0, eq), a.substr(eq + 1));
-    } else if (a.rfind("-", 0) != 0 && job_file.empty()) job_file = a;
-    else usage_exit(("unknown argument '" + a + "'").c_str());
+    } else if (a.rfind("-", 0) != 0 && job_file.empty())
+      job_file = a;
+    else
+      usage_exit(("unknown argument '" + a + "'").c_str());
   }
   if (!job_file.empty()) {
     std::ifstream in(job_file);
-    if (!in) { std::fprintf(stderr, "dcache-bench: cannot read job file %s: %s\n", job_file.c_str(), std::strerror(errno)); std::exit(2); }
+    if (!in) {
+      std::fprintf(stderr, "dcache-bench: cannot read job file %s: %s\n", job_file.c_str(),
+                   std::strerror(errno));
+      std::exit(2);
+    }
     std::stringstream ss;
     ss << in.rdbuf();
-    if (auto e = parse_job_text(o.spec, ss.str(), job_file)) { std::fprintf(stderr, "dcache-bench: %s\n", e->message.c_str()); std::exit(2); }
+    if (auto e = parse_job_text(o.spec, ss.str(), job_file)) {
+      std::fprintf(stderr, "dcache-bench: %s\n", e->message.c_str());
+      std::exit(2);
+    }
   }
   for (const auto& [k, v] : overrides)
-    if (auto e = apply_setting(o.spec, k, v)) { std::fprintf(stderr, "dcache-bench: command line: %s\n", e->message.c_str()); std::exit(2); }
-  if (auto e = validate(o.spec)) { std::fprintf(stderr, "dcache-bench: %s\n", e->message.c_str()); std::exit(2); }
+    if (auto e = apply_setting(o.spec, k, v)) {
+      std::fprintf(stderr, "dcache-bench: command line: %s\n", e->message.c_str());
+      std::exit(2);
+    }
+  if (auto e = validate(o.spec)) {
+    std::fprintf(stderr, "dcache-bench: %s\n", e->message.c_str());
+    std::exit(2);
+  }
   return o;
 }
 
@@ -594,8 +682,14 @@ bool connect_all(engine& e, std::string& err) {
     auto c = std::make_unique<conn>();
     c->job = j;
     c->nfs = nfs_init_context();
-    if (!c->nfs) { err = "nfs_init_context failed"; return false; }
-    if (nfs_set_version(c->nfs, s.nfs_version) != 0) { err = std::string("nfs_set_version: ") + nfs_get_error(c->nfs); return false; }
+    if (!c->nfs) {
+      err = "nfs_init_context failed";
+      return false;
+    }
+    if (nfs_set_version(c->nfs, s.nfs_version) != 0) {
+      err = std::string("nfs_set_version: ") + nfs_get_error(c->nfs);
+      return false;
+    }
     if (nfs_mount(c->nfs, e.server.c_str(), e.export_path.c_str()) != 0) {
       err = "mount " + e.server + ":" + e.export_path + ": " + nfs_get_error(c->nfs);
       return false;
@@ -606,10 +700,16 @@ bool connect_all(engine& e, std::string& err) {
     c->file_seed = file_seed(s.seed, file_index);
     int rc = nfs_open(c->nfs, c->path.c_str(), O_RDWR, &c->fh);
     if (rc != 0) rc = nfs_create(c->nfs, c->path.c_str(), O_RDWR | O_CREAT, 0644, &c->fh);
-    if (rc != 0) { err = "open/create " + c->path + ": " + nfs_get_error(c->nfs); return false; }
+    if (rc != 0) {
+      err = "open/create " + c->path + ": " + nfs_get_error(c->nfs);
+      return false;
+    }
     auto* fh = reinterpret_cast<libnfs_fh_layout*>(nfs_get_fh(c->fh));
     if (s.nfs_version == 3) {
-      if (!fh || fh->len <= 0 || fh->len > 64 || !fh->val) { err = "unexpected libnfs file handle layout"; return false; }
+      if (!fh || fh->len <= 0 || fh->len > 64 || !fh->val) {
+        err = "unexpected libnfs file handle layout";
+        return false;
+      }
       c->fh3.data.data_len = static_cast<u_int>(fh->len);
       c->fh3.data.data_val = fh->val;
     }
@@ -629,26 +729,62 @@ std::uint64_t file_size(engine& e, conn& c) {
 struct json_writer {
   std::ostringstream o;
   bool first = true;
-  void key(const std::string& k) { if (!first) o << ","; first = false; o << "\"" << k << "\":"; }
+  void key(const std::string& k) {
+    if (!first) o << ",";
+    first = false;
+    o << "\"" << k << "\":";
+  }
   static std::string esc(const std::string& s) {
     std::string r;
     for (char ch : s) {
-      if (ch == '"' || ch == '\\') { r += '\\'; r += ch; }
-      else if (static_cast<unsigned char>(ch) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", ch); r += b; }
-      else r += ch;
+      if (ch == '"' || ch == '\\') {
+        r += '\\';
+        r += ch;
+      } else if (static_cast<unsigned char>(ch) < 0x20) {
+        char b[8];
+        std::snprintf(b, sizeof b, "\\u%04x", ch);
+        r += b;
+      } else
+        r += ch;
     }
     return r;
   }
-  void str(const std::string& k, const std::string& v) { key(k); o << "\"" << esc(v) << "\""; }
-  void num(const std::string& k, double v) { key(k); if (std::isfinite(v)) o << v; else o << "null"; }
-  void u64(const std::string& k, std::uint64_t v) { key(k); o << v; }
-  void i64(const std::string& k, std::int64_t v) { key(k); o << v; }
-  void boolean(const std::string& k, bool v) { key(k); o << (v ? "true" : "false"); }
-  void open(const std::string& k) { key(k); o << "{"; first = true; }
-  void close() { o << "}"; first = false; }
+  void str(const std::string& k, const std::string& v) {
+    key(k);
+    o << "\"" << esc(v) << "\"";
+  }
+  void num(const std::string& k, double v) {
+    key(k);
+    if (std::isfinite(v))
+      o << v;
+    else
+      o << "null";
+  }
+  void u64(const std::string& k, std::uint64_t v) {
+    key(k);
+    o << v;
+  }
+  void i64(const std::string& k, std::int64_t v) {
+    key(k);
+    o << v;
+  }
+  void boolean(const std::string& k, bool v) {
+    key(k);
+    o << (v ? "true" : "false");
+  }
+  void open(const std::string& k) {
+    key(k);
+    o << "{";
+    first = true;
+  }
+  void close() {
+    o << "}";
+    first = false;
+  }
 };
 
-void write_dir(json_writer& j, const char* name, std::uint64_t bytes, std::uint64_t ops, latency_recorder& lat, double secs) {
+void write_dir(json_writer& j, const char* name, std::uint64_t bytes, std::uint64_t ops,
+               latency_recorder& lat, double secs) {
   j.open(name);
   j.u64("bytes", bytes);
   j.u64("ops", ops);
@@ -684,7 +820,8 @@ int main(int argc, char** argv) {
   e.spec = o.spec;
   e.progress = o.progress;
   engine::self = &e;
-  if (!split_url(o.spec.url, e.server, e.export_path)) usage_exit(("url '" + o.spec.url + "': expected nfs://SERVER/EXPORT").c_str());
+  if (!split_url(o.spec.url, e.server, e.export_path))
+    usage_exit(("url '" + o.spec.url + "': expected nfs://SERVER/EXPORT").c_str());
   const job_spec s = e.spec;  // a copy: phases below modify e.spec
   if (s.rw == rw_mode::interleave) {
     const auto count = record_count(s.size, s.record);
@@ -692,25 +829,32 @@ int main(int argc, char** argv) {
   }
   if (o.dry_run) {
     std::printf("name=%s url=%s nfs_version=%d rw=%s rwmixread=%u bs=%" PRIu64 " record=%" PRIu64
-                " numjobs=%u iodepth=%u size=%" PRIu64 " io_size=%" PRIu64 " time_based=%d runtime=%g verify=%d seed=%" PRIu64
-                " fsync=%" PRIu64 " layout=%d\n",
-                s.name.c_str(), s.url.c_str(), s.nfs_version, std::string(to_string(s.rw)).c_str(), s.rwmixread, s.bs, s.record,
-                s.numjobs, s.iodepth, s.size, io_budget(s), s.time_based, s.runtime, s.verify, s.seed, s.fsync, s.layout);
+                " numjobs=%u iodepth=%u size=%" PRIu64 " io_size=%" PRIu64
+                " time_based=%d runtime=%g verify=%d seed=%" PRIu64 " fsync=%" PRIu64 " layout=%d\n",
+                s.name.c_str(), s.url.c_str(), s.nfs_version, std::string(to_string(s.rw)).c_str(),
+                s.rwmixread, s.bs, s.record, s.numjobs, s.iodepth, s.size, io_budget(s), s.time_based,
+                s.runtime, s.verify, s.seed, s.fsync, s.layout);
     if (s.rw == rw_mode::interleave) {
       const auto b = analyse_boundaries(e.order, s.record, 4096);
-      std::printf("interleave: %zu records, %" PRIu64 " shared pages (%" PRIu64 " lower-first, %" PRIu64 " upper-first, %" PRIu64 " touched by >2)\n",
-                  e.order.size(), b.shared_pages, b.lower_first, b.upper_first, b.pages_touched_by_more_than_two);
+      std::printf("interleave: %zu records, %" PRIu64 " shared pages (%" PRIu64 " lower-first, %" PRIu64
+                  " upper-first, %" PRIu64 " touched by >2)\n",
+                  e.order.size(), b.shared_pages, b.lower_first, b.upper_first,
+                  b.pages_touched_by_more_than_two);
     }
     return 0;
   }
 
   std::string err;
-  if (!connect_all(e, err)) { std::fprintf(stderr, "dcache-bench: %s\n", err.c_str()); return 1; }
+  if (!connect_all(e, err)) {
+    std::fprintf(stderr, "dcache-bench: %s\n", err.c_str());
+    return 1;
+  }
   if (s.rw == rw_mode::interleave && s.order == job_spec::record_order::stride)
     for (auto& c : e.conns)
       for (std::uint64_t r = c->job; r < record_count(s.size, s.record); r += s.numjobs) c->own.push_back(r);
 
-  const std::uint64_t covered = s.rw == rw_mode::interleave ? record_count(s.size, s.record) * s.record : s.size;
+  const std::uint64_t covered =
+      s.rw == rw_mode::interleave ? record_count(s.size, s.record) * s.record : s.size;
   // Layout: files that will be read must exist and hold the pattern
   phase_result layout;
   bool did_layout = false;
@@ -718,25 +862,35 @@ int main(int argc, char** argv) {
   // and leave holes that a read-back cannot verify)
   if (s.layout && s.rw != rw_mode::interleave && (reads_at_all(s.rw, s.rwmixread) || is_random(s.rw))) {
     bool short_file = false;
-    for (auto& c : e.conns) if (file_size(e, *c) < s.size) short_file = true;
+    for (auto& c : e.conns)
+      if (file_size(e, *c) < s.size) short_file = true;
     if (short_file) {
       engine::self = &e;
       const job_spec saved = e.spec;
-      e.spec.rw = rw_mode::write; e.spec.time_based = false; e.spec.io_size = s.size;
-      e.spec.bs = std::max<std::uint64_t>(s.bs, 1 << 20); e.spec.bs = std::min(e.spec.bs, s.size);
-      e.spec.iodepth = std::min(s.iodepth, 8u); e.spec.fsync = 0; e.spec.verify = false;
+      e.spec.rw = rw_mode::write;
+      e.spec.time_based = false;
+      e.spec.io_size = s.size;
+      e.spec.bs = std::max<std::uint64_t>(s.bs, 1 << 20);
+      e.spec.bs = std::min(e.spec.bs, s.size);
+      e.spec.iodepth = std::min(s.iodepth, 8u);
+      e.spec.fsync = 0;
+      e.spec.verify = false;
       e.range = s.size;
       const bool ok = e.run_phase(layout, "layout");
       e.spec = saved;
       did_layout = true;
-      if (!ok || layout.errors) { std::fprintf(stderr, "dcache-bench: layout failed: %s\n", layout.first_error.c_str()); return 1; }
+      if (!ok || layout.errors) {
+        std::fprintf(stderr, "dcache-bench: layout failed: %s\n", layout.first_error.c_str());
+        return 1;
+      }
     }
   }
   e.fatal = false;
 
   if (!o.drop_cache_dir.empty()) {
     if (int rc = drop_dir_cache(o.drop_cache_dir); rc != 0)
-      std::fprintf(stderr, "dcache-bench: dropping the cache of %s: %s (continuing)\n", o.drop_cache_dir.c_str(), std::strerror(rc));
+      std::fprintf(stderr, "dcache-bench: dropping the cache of %s: %s (continuing)\n",
+                   o.drop_cache_dir.c_str(), std::strerror(rc));
   }
 
   sampler_config scfg;
@@ -754,8 +908,11 @@ int main(int argc, char** argv) {
   bool did_readback = false;
   if (ok && s.verify && !reads_at_all(s.rw, s.rwmixread)) {
     const job_spec saved = e.spec;
-    e.spec.rw = rw_mode::read; e.spec.time_based = false; e.spec.bs = std::min<std::uint64_t>(1 << 20, covered);
-    e.spec.iodepth = std::min(s.iodepth, 8u); e.spec.fsync = 0;
+    e.spec.rw = rw_mode::read;
+    e.spec.time_based = false;
+    e.spec.bs = std::min<std::uint64_t>(1 << 20, covered);
+    e.spec.iodepth = std::min(s.iodepth, 8u);
+    e.spec.fsync = 0;
     if (s.rw == rw_mode::interleave) {
       // one file: read it once through the first connection only
       e.spec.io_size = covered;
@@ -764,7 +921,10 @@ int main(int argc, char** argv) {
       e.res = &tmp;
       // run_phase resets stopped on all connections; read through a one-job engine instead
       std::vector<std::unique_ptr<conn>> rest;
-      while (e.conns.size() > 1) { rest.push_back(std::move(e.conns.back())); e.conns.pop_back(); }
+      while (e.conns.size() > 1) {
+        rest.push_back(std::move(e.conns.back()));
+        e.conns.pop_back();
+      }
       did_readback = e.run_phase(readback, "verify");
       for (auto& c : rest) e.conns.push_back(std::move(c));
     } else {
@@ -782,13 +942,25 @@ int main(int argc, char** argv) {
   j.str("tool", "dcache-bench");
   j.str("label", o.label);
   j.open("job");
-  j.str("name", s.name); j.str("url", s.url); j.i64("nfs_version", s.nfs_version);
-  j.str("rw", std::string(to_string(s.rw))); j.u64("rwmixread", s.rwmixread); j.u64("bs", s.bs);
-  j.u64("record", s.record); j.u64("numjobs", s.numjobs); j.u64("iodepth", s.iodepth);
-  j.u64("size", s.size); j.u64("io_size", io_budget(s)); j.boolean("time_based", s.time_based);
-  j.num("runtime", s.runtime); j.boolean("verify", s.verify); j.u64("seed", s.seed); j.u64("fsync", s.fsync);
+  j.str("name", s.name);
+  j.str("url", s.url);
+  j.i64("nfs_version", s.nfs_version);
+  j.str("rw", std::string(to_string(s.rw)));
+  j.u64("rwmixread", s.rwmixread);
+  j.u64("bs", s.bs);
+  j.u64("record", s.record);
+  j.u64("numjobs", s.numjobs);
+  j.u64("iodepth", s.iodepth);
+  j.u64("size", s.size);
+  j.u64("io_size", io_budget(s));
+  j.boolean("time_based", s.time_based);
+  j.num("runtime", s.runtime);
+  j.boolean("verify", s.verify);
+  j.u64("seed", s.seed);
+  j.u64("fsync", s.fsync);
   j.str("interleave_order", s.order == job_spec::record_order::stride ? "stride" : "shared");
-  j.boolean("commit_at_end", s.commit_at_end); j.num("slow_writer", s.slow_writer);
+  j.boolean("commit_at_end", s.commit_at_end);
+  j.num("slow_writer", s.slow_writer);
   j.close();
   const double secs = main_res.elapsed_s;
   j.num("elapsed_s", secs);
@@ -802,8 +974,10 @@ int main(int argc, char** argv) {
   j.close();
   const auto& cc = main_res.commits;
   j.open("writes_by_stability");
-  j.u64("unstable", cc.writes_unstable); j.u64("data_sync", cc.writes_data_sync);
-  j.u64("file_sync", cc.writes_file_sync); j.u64("unknown", cc.writes_unknown);
+  j.u64("unstable", cc.writes_unstable);
+  j.u64("data_sync", cc.writes_data_sync);
+  j.u64("file_sync", cc.writes_file_sync);
+  j.u64("unknown", cc.writes_unknown);
   j.close();
   j.u64("commits_sent", cc.commits_sent);
   j.u64("commits_saved", cc.commits_saved);
@@ -812,7 +986,8 @@ int main(int argc, char** argv) {
   j.boolean("enabled", s.verify);
   j.u64("bytes_checked", main_res.verify_bytes + readback.verify_bytes);
   j.u64("errors", main_res.verify_errors + readback.verify_errors);
-  j.str("first_error", !main_res.first_verify_error.empty() ? main_res.first_verify_error : readback.first_verify_error);
+  j.str("first_error",
+        !main_res.first_verify_error.empty() ? main_res.first_verify_error : readback.first_verify_error);
   j.close();
   j.u64("errors", main_res.errors + readback.errors);
   j.str("first_error", main_res.first_error.empty() ? readback.first_error : main_res.first_error);
@@ -823,15 +998,24 @@ int main(int argc, char** argv) {
   j.boolean("cachestat_ok", r.cachestat_ok);
   j.str("sample_dir", o.sample_dir);
   j.u64("samples", r.samples);
-  j.u64("cache_peak", r.peak.cache); j.u64("dirty_peak", r.peak.dirty); j.u64("writeback_peak", r.peak.writeback);
-  j.u64("cache_final", r.final_.cache); j.u64("dirty_final", r.final_.dirty); j.u64("evicted_final", r.final_.evicted);
+  j.u64("cache_peak", r.peak.cache);
+  j.u64("dirty_peak", r.peak.dirty);
+  j.u64("writeback_peak", r.peak.writeback);
+  j.u64("cache_final", r.final_.cache);
+  j.u64("dirty_final", r.final_.dirty);
+  j.u64("evicted_final", r.final_.evicted);
   j.u64("meminfo_cached_start", r.meminfo_cached_start);
-  j.u64("meminfo_cached_peak", r.meminfo_cached_peak); j.u64("meminfo_dirty_peak", r.meminfo_dirty_peak);
+  j.u64("meminfo_cached_peak", r.meminfo_cached_peak);
+  j.u64("meminfo_dirty_peak", r.meminfo_dirty_peak);
   j.u64("meminfo_writeback_peak", r.meminfo_writeback_peak);
-  j.num("cpu_s", r.server_cpu_s); j.num("cpu_user_s", r.server_user_s); j.num("cpu_sys_s", r.server_sys_s);
+  j.num("cpu_s", r.server_cpu_s);
+  j.num("cpu_user_s", r.server_user_s);
+  j.num("cpu_sys_s", r.server_sys_s);
   j.str("device", r.block_device);
-  j.i64("dev_reads", r.dev_reads); j.i64("dev_read_bytes", r.dev_read_bytes);
-  j.i64("dev_writes", r.dev_writes); j.i64("dev_write_bytes", r.dev_write_bytes);
+  j.i64("dev_reads", r.dev_reads);
+  j.i64("dev_read_bytes", r.dev_read_bytes);
+  j.i64("dev_writes", r.dev_writes);
+  j.i64("dev_write_bytes", r.dev_write_bytes);
   j.open("vmstat");
   for (const auto& [k, v] : r.vmstat_delta) j.i64(k, v);
   j.close();
@@ -839,23 +1023,34 @@ int main(int argc, char** argv) {
     // see thread_snapshot in sampler.hpp for what each number means
     const auto& t = r.threads;
     j.open("threads");
-    j.u64("samples", t.samples); j.u64("interval_ms", scfg.thread_interval_ms);
-    j.u64("threads_peak", t.threads_peak); j.u64("workers_peak", t.workers_peak); j.u64("iowq_peak", t.iowq_peak);
-    j.num("d_mean", t.d_mean); j.u64("d_peak", t.d_peak);
-    j.num("workers_d_mean", t.workers_d_mean); j.u64("workers_d_peak", t.workers_d_peak);
-    j.num("worker_file_io_mean", t.worker_file_io_mean); j.u64("worker_file_io_peak", t.worker_file_io_peak);
-    j.num("iowq_d_mean", t.iowq_d_mean); j.u64("iowq_d_peak", t.iowq_d_peak);
+    j.u64("samples", t.samples);
+    j.u64("interval_ms", scfg.thread_interval_ms);
+    j.u64("threads_peak", t.threads_peak);
+    j.u64("workers_peak", t.workers_peak);
+    j.u64("iowq_peak", t.iowq_peak);
+    j.num("d_mean", t.d_mean);
+    j.u64("d_peak", t.d_peak);
+    j.num("workers_d_mean", t.workers_d_mean);
+    j.u64("workers_d_peak", t.workers_d_peak);
+    j.num("worker_file_io_mean", t.worker_file_io_mean);
+    j.u64("worker_file_io_peak", t.worker_file_io_peak);
+    j.num("iowq_d_mean", t.iowq_d_mean);
+    j.u64("iowq_d_peak", t.iowq_d_peak);
     j.close();
   }
   j.close();
   j.o << "}\n";
 
   const std::string text = j.o.str();
-  if (o.json_path.empty() || o.json_path == "-") std::fputs(text.c_str(), stdout);
+  if (o.json_path.empty() || o.json_path == "-")
+    std::fputs(text.c_str(), stdout);
   else {
     std::ofstream out(o.json_path);
     out << text;
-    if (!out) { std::fprintf(stderr, "dcache-bench: cannot write %s\n", o.json_path.c_str()); return 1; }
+    if (!out) {
+      std::fprintf(stderr, "dcache-bench: cannot write %s\n", o.json_path.c_str());
+      return 1;
+    }
   }
   if (!ok || main_res.errors || readback.errors) {
     std::fprintf(stderr, "dcache-bench: %" PRIu64 " errors; first: %s\n", main_res.errors + readback.errors,
@@ -863,8 +1058,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (main_res.verify_errors || readback.verify_errors) {
-    std::fprintf(stderr, "dcache-bench: verification failed: %s\n",
-                 (main_res.first_verify_error.empty() ? readback.first_verify_error : main_res.first_verify_error).c_str());
+    std::fprintf(
+        stderr, "dcache-bench: verification failed: %s\n",
+        (main_res.first_verify_error.empty() ? readback.first_verify_error : main_res.first_verify_error)
+            .c_str());
     return 1;
   }
   return 0;

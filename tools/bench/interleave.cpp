@@ -47,8 +47,10 @@ boundary_stats analyse_boundaries(const std::vector<std::uint64_t>& order, std::
     }
     const auto lo = recs[0] < recs[1] ? recs[0] : recs[1];
     const auto hi = recs[0] < recs[1] ? recs[1] : recs[0];
-    if (position[lo] < position[hi]) ++st.lower_first;
-    else ++st.upper_first;
+    if (position[lo] < position[hi])
+      ++st.lower_first;
+    else
+      ++st.upper_first;
   }
   return st;
 }

@@ -26,12 +26,12 @@ namespace dcache::bench {
 // or only partly by one, how many records touch it. Used by the tests and
 // by --dry-run to show the boundary-page structure.
 struct boundary_stats {
-  std::uint64_t shared_pages = 0;        // pages touched by two or more records
+  std::uint64_t shared_pages = 0;  // pages touched by two or more records
   std::uint64_t pages_touched_by_more_than_two = 0;
-  std::uint64_t lower_first = 0;         // shared pages whose lower record is issued first
-  std::uint64_t upper_first = 0;         // ... whose upper record is issued first
+  std::uint64_t lower_first = 0;  // shared pages whose lower record is issued first
+  std::uint64_t upper_first = 0;  // ... whose upper record is issued first
 };
-[[nodiscard]] boundary_stats analyse_boundaries(const std::vector<std::uint64_t>& order,
-                                                std::uint64_t record, std::uint64_t page_size);
+[[nodiscard]] boundary_stats analyse_boundaries(const std::vector<std::uint64_t>& order, std::uint64_t record,
+                                                std::uint64_t page_size);
 
 }  // namespace dcache::bench

@@ -42,13 +42,20 @@ parse_error bad(std::string_view key, std::string_view value, std::string_view a
 
 std::string_view to_string(rw_mode m) {
   switch (m) {
-    case rw_mode::read: return "read";
-    case rw_mode::write: return "write";
-    case rw_mode::rw: return "rw";
-    case rw_mode::randread: return "randread";
-    case rw_mode::randwrite: return "randwrite";
-    case rw_mode::randrw: return "randrw";
-    case rw_mode::interleave: return "interleave";
+    case rw_mode::read:
+      return "read";
+    case rw_mode::write:
+      return "write";
+    case rw_mode::rw:
+      return "rw";
+    case rw_mode::randread:
+      return "randread";
+    case rw_mode::randwrite:
+      return "randwrite";
+    case rw_mode::randrw:
+      return "randrw";
+    case rw_mode::interleave:
+      return "interleave";
   }
   return "?";
 }
@@ -60,10 +67,13 @@ bool is_random(rw_mode m) {
 bool reads_at_all(rw_mode m, unsigned rwmixread) {
   switch (m) {
     case rw_mode::read:
-    case rw_mode::randread: return true;
+    case rw_mode::randread:
+      return true;
     case rw_mode::rw:
-    case rw_mode::randrw: return rwmixread > 0;
-    default: return false;
+    case rw_mode::randrw:
+      return rwmixread > 0;
+    default:
+      return false;
   }
 }
 
@@ -71,10 +81,13 @@ bool writes_at_all(rw_mode m, unsigned rwmixread) {
   switch (m) {
     case rw_mode::write:
     case rw_mode::randwrite:
-    case rw_mode::interleave: return true;
+    case rw_mode::interleave:
+      return true;
     case rw_mode::rw:
-    case rw_mode::randrw: return rwmixread < 100;
-    default: return false;
+    case rw_mode::randrw:
+      return rwmixread < 100;
+    default:
+      return false;
   }
 }
 
@@ -90,11 +103,20 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     last = static_cast<char>(std::tolower(static_cast<unsigned char>(text.back())));
   }
   switch (last) {
-    case 'k': mult = 1ULL << 10; break;
-    case 'm': mult = 1ULL << 20; break;
-    case 'g': mult = 1ULL << 30; break;
-    case 't': mult = 1ULL << 40; break;
-    default: break;
+    case 'k':
+      mult = 1ULL << 10;
+      break;
+    case 'm':
+      mult = 1ULL << 20;
+      break;
+    case 'g':
+      mult = 1ULL << 30;
+      break;
+    case 't':
+      mult = 1ULL << 40;
+      break;
+    default:
+      break;
   }
   if (mult != 1) text.remove_suffix(1);
   const auto n = parse_uint(text);
@@ -108,13 +130,16 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
   const std::string_view value = trim(value_in);
   auto size_of = [&](std::uint64_t& out, bool allow_zero) -> std::optional<parse_error> {
     const auto v = parse_size(value);
-    if (!v || (!allow_zero && *v == 0)) return bad(key, value, allow_zero ? "a size such as 4k, 1M, 47008" : "a size > 0 such as 4k, 1M, 47008");
+    if (!v || (!allow_zero && *v == 0))
+      return bad(key, value,
+                 allow_zero ? "a size such as 4k, 1M, 47008" : "a size > 0 such as 4k, 1M, 47008");
     out = *v;
     return std::nullopt;
   };
   auto uint_of = [&](auto& out, std::uint64_t lo, std::uint64_t hi) -> std::optional<parse_error> {
     const auto v = parse_uint(value);
-    if (!v || *v < lo || *v > hi) return bad(key, value, "an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+    if (!v || *v < lo || *v > hi)
+      return bad(key, value, "an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
     out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     return std::nullopt;
   };
@@ -125,28 +150,43 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
     return std::nullopt;
   };
 
-  if (key == "name") { if (value.empty()) return bad(key, value, "a name"); s.name = value; return std::nullopt; }
+  if (key == "name") {
+    if (value.empty()) return bad(key, value, "a name");
+    s.name = value;
+    return std::nullopt;
+  }
   if (key == "url" || key == "nfs_url") {
     if (value.rfind("nfs://", 0) != 0 || value.size() <= 6) return bad(key, value, "nfs://SERVER/EXPORT");
     s.url = value;
     return std::nullopt;
   }
   if (key == "nfs_version" || key == "vers") {
-    if (value == "3") s.nfs_version = 3;
-    else if (value == "4" || value == "4.0") s.nfs_version = 4;
-    else return bad(key, value, "3 or 4 (libnfs 4.0 has no NFSv4 minor-version setting: 4 means 4.0)");
+    if (value == "3")
+      s.nfs_version = 3;
+    else if (value == "4" || value == "4.0")
+      s.nfs_version = 4;
+    else
+      return bad(key, value, "3 or 4 (libnfs 4.0 has no NFSv4 minor-version setting: 4 means 4.0)");
     return std::nullopt;
   }
   if (key == "rw" || key == "readwrite") {
     const std::string v = lower(value);
-    if (v == "read") s.rw = rw_mode::read;
-    else if (v == "write") s.rw = rw_mode::write;
-    else if (v == "rw" || v == "readwrite") s.rw = rw_mode::rw;
-    else if (v == "randread") s.rw = rw_mode::randread;
-    else if (v == "randwrite") s.rw = rw_mode::randwrite;
-    else if (v == "randrw") s.rw = rw_mode::randrw;
-    else if (v == "interleave") s.rw = rw_mode::interleave;
-    else return bad(key, value, "read, write, rw, randread, randwrite, randrw or interleave");
+    if (v == "read")
+      s.rw = rw_mode::read;
+    else if (v == "write")
+      s.rw = rw_mode::write;
+    else if (v == "rw" || v == "readwrite")
+      s.rw = rw_mode::rw;
+    else if (v == "randread")
+      s.rw = rw_mode::randread;
+    else if (v == "randwrite")
+      s.rw = rw_mode::randwrite;
+    else if (v == "randrw")
+      s.rw = rw_mode::randrw;
+    else if (v == "interleave")
+      s.rw = rw_mode::interleave;
+    else
+      return bad(key, value, "read, write, rw, randread, randwrite, randrw or interleave");
     return std::nullopt;
   }
   if (key == "rwmixread") return uint_of(s.rwmixread, 0, 100);
@@ -173,7 +213,10 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
   }
   if (key == "verify") {
     const auto l = lower(value);
-    if (l == "pattern") { s.verify = true; return std::nullopt; }
+    if (l == "pattern") {
+      s.verify = true;
+      return std::nullopt;
+    }
     return bool_of(s.verify);
   }
   if (key == "seed" || key == "randseed") return uint_of(s.seed, 0, UINT64_MAX);
@@ -181,9 +224,12 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
   if (key == "layout") return bool_of(s.layout);
   if (key == "interleave_order") {
     const std::string v = lower(value);
-    if (v == "shared") s.order = job_spec::record_order::shared;
-    else if (v == "stride") s.order = job_spec::record_order::stride;
-    else return bad(key, value, "shared or stride");
+    if (v == "shared")
+      s.order = job_spec::record_order::shared;
+    else if (v == "stride")
+      s.order = job_spec::record_order::stride;
+    else
+      return bad(key, value, "shared or stride");
     return std::nullopt;
   }
   if (key == "commit_at_end") return bool_of(s.commit_at_end);
@@ -196,7 +242,8 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
     return std::nullopt;
   }
   if (key == "filename") {
-    if (value.empty() || value.find('/') != std::string_view::npos) return bad(key, value, "a file name without '/'");
+    if (value.empty() || value.find('/') != std::string_view::npos)
+      return bad(key, value, "a file name without '/'");
     s.filename = value;
     return std::nullopt;
   }
@@ -218,10 +265,13 @@ std::optional<parse_error> parse_job_text(job_spec& s, std::string_view text, st
     line = trim(line);
     if (line.empty() || line.front() == '#' || line.front() == ';') continue;
     if (line.front() == '[') {
-      if (line.back() != ']' || line.size() < 3) return parse_error{where + "malformed section header '" + std::string(line) + "'"};
+      if (line.back() != ']' || line.size() < 3)
+        return parse_error{where + "malformed section header '" + std::string(line) + "'"};
       section = std::string(trim(line.substr(1, line.size() - 2)));
       if (section != "global") {
-        if (seen_job) return parse_error{where + "second job section [" + section + "]: dcache-bench runs one job group per invocation"};
+        if (seen_job)
+          return parse_error{where + "second job section [" + section +
+                             "]: dcache-bench runs one job group per invocation"};
         seen_job = true;
         s.name = section;
       }
@@ -230,8 +280,10 @@ std::optional<parse_error> parse_job_text(job_spec& s, std::string_view text, st
     if (section.empty()) return parse_error{where + "setting before any [section]"};
     const auto eq = line.find('=');
     std::optional<parse_error> e;
-    if (eq == std::string_view::npos) e = apply_setting(s, line, "1");  // fio: bare key = true
-    else e = apply_setting(s, line.substr(0, eq), line.substr(eq + 1));
+    if (eq == std::string_view::npos)
+      e = apply_setting(s, line, "1");  // fio: bare key = true
+    else
+      e = apply_setting(s, line.substr(0, eq), line.substr(eq + 1));
     if (e) return parse_error{where + e->message};
   }
   return std::nullopt;
@@ -241,10 +293,13 @@ std::optional<parse_error> validate(const job_spec& s) {
   if (s.url.empty()) return parse_error{"no url: set url=nfs://SERVER/EXPORT (job file or --url)"};
   if (s.time_based && s.runtime <= 0) return parse_error{"time_based=1 needs runtime=SECONDS"};
   if (s.rw == rw_mode::interleave) {
-    if (s.record < 4096) return parse_error{"interleave: record must be at least 4096 bytes so that a boundary page is shared by exactly two records"};
+    if (s.record < 4096)
+      return parse_error{
+          "interleave: record must be at least 4096 bytes so that a boundary page is shared by exactly two records"};
     if (s.size < s.record * 2) return parse_error{"interleave: size must hold at least two records"};
   } else if (s.bs > s.size) {
-    return parse_error{"bs (" + std::to_string(s.bs) + ") is larger than size (" + std::to_string(s.size) + ")"};
+    return parse_error{"bs (" + std::to_string(s.bs) + ") is larger than size (" + std::to_string(s.size) +
+                       ")"};
   }
   return std::nullopt;
 }

@@ -24,30 +24,30 @@ enum class rw_mode { read, write, rw, randread, randwrite, randrw, interleave };
 
 struct job_spec {
   std::string name = "job";
-  std::string url;                  // nfs://server/export[/dir]
-  int nfs_version = 3;              // 3 or 4 (libnfs 4.0 speaks 4.0 only)
+  std::string url;      // nfs://server/export[/dir]
+  int nfs_version = 3;  // 3 or 4 (libnfs 4.0 speaks 4.0 only)
   rw_mode rw = rw_mode::read;
-  unsigned rwmixread = 50;          // percent of operations that read (rw, randrw)
-  std::uint64_t bs = 1 << 20;       // bytes per operation
-  std::uint64_t record = 47008;     // interleave: bytes per record
-  unsigned numjobs = 1;             // one connection (nfs_context) each
-  unsigned iodepth = 1;             // operations in flight per job
-  std::uint64_t size = 64 << 20;    // per-job file size (interleave: the one file)
-  std::uint64_t io_size = 0;        // bytes of I/O per job; 0 = size
+  unsigned rwmixread = 50;        // percent of operations that read (rw, randrw)
+  std::uint64_t bs = 1 << 20;     // bytes per operation
+  std::uint64_t record = 47008;   // interleave: bytes per record
+  unsigned numjobs = 1;           // one connection (nfs_context) each
+  unsigned iodepth = 1;           // operations in flight per job
+  std::uint64_t size = 64 << 20;  // per-job file size (interleave: the one file)
+  std::uint64_t io_size = 0;      // bytes of I/O per job; 0 = size
   bool time_based = false;
-  double runtime = 0;               // seconds; with time_based, required
-  bool verify = false;              // check every READ, read back after writes
-  std::uint64_t seed = 0x5eed;      // pattern seed (content depends on seed and offset)
-  std::uint64_t fsync = 0;          // COMMIT (if needed) every N WRITEs; 0 = at close only
+  double runtime = 0;           // seconds; with time_based, required
+  bool verify = false;          // check every READ, read back after writes
+  std::uint64_t seed = 0x5eed;  // pattern seed (content depends on seed and offset)
+  std::uint64_t fsync = 0;      // COMMIT (if needed) every N WRITEs; 0 = at close only
   // interleave: how the records reach the writers.  shared: one issue
   // order every writer pulls from (they finish together); stride: writer
   // j writes records j, j+numjobs, ... in order (neighbours in the file
   // are different writers, which finish at their own pace).
   enum class record_order { shared, stride } order = record_order::shared;
-  bool commit_at_end = false;       // each job COMMITs (if needed) as soon as its own WRITEs are done
-  double slow_writer = 1;           // job 0 runs this many times slower (paced after each WRITE)
-  bool layout = true;               // create and fill files that are read but do not exist
-  std::string filename;             // base name; default = name
+  bool commit_at_end = false;  // each job COMMITs (if needed) as soon as its own WRITEs are done
+  double slow_writer = 1;      // job 0 runs this many times slower (paced after each WRITE)
+  bool layout = true;          // create and fill files that are read but do not exist
+  std::string filename;        // base name; default = name
 };
 
 // A parse failure: what was wrong and where.

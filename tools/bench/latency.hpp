@@ -13,9 +13,14 @@ namespace dcache::bench {
 
 class latency_recorder {
  public:
-  void add(double usec) { _samples.push_back(static_cast<float>(usec)); _sum += usec; }
+  void add(double usec) {
+    _samples.push_back(static_cast<float>(usec));
+    _sum += usec;
+  }
   [[nodiscard]] std::size_t count() const { return _samples.size(); }
-  [[nodiscard]] double mean() const { return _samples.empty() ? 0 : _sum / static_cast<double>(_samples.size()); }
+  [[nodiscard]] double mean() const {
+    return _samples.empty() ? 0 : _sum / static_cast<double>(_samples.size());
+  }
   // q in [0,1]; nearest-rank; reorders the samples (fine after the run)
   [[nodiscard]] double percentile(double q) {
     if (_samples.empty()) return 0;

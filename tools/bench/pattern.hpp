@@ -27,14 +27,14 @@ void fill_pattern(std::span<std::byte> buf, std::uint64_t offset, std::uint64_t 
 
 // Where the first mismatch is, if any.
 struct mismatch {
-  std::uint64_t offset;   // absolute file offset of the first bad byte
+  std::uint64_t offset;  // absolute file offset of the first bad byte
   std::uint8_t expected;
   std::uint8_t actual;
 };
 
 // Checks buf against the pattern for [offset, offset + buf.size()).
-[[nodiscard]] std::optional<mismatch> verify_pattern(std::span<const std::byte> buf,
-                                                     std::uint64_t offset, std::uint64_t seed);
+[[nodiscard]] std::optional<mismatch> verify_pattern(std::span<const std::byte> buf, std::uint64_t offset,
+                                                     std::uint64_t seed);
 
 // The seed of file number `file_index` of a job with seed `job_seed`.
 [[nodiscard]] inline std::uint64_t file_seed(std::uint64_t job_seed, std::uint64_t file_index) {

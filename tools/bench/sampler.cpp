@@ -20,8 +20,12 @@ namespace {
 #ifndef __NR_cachestat
 #define __NR_cachestat 451
 #endif
-struct cachestat_range_k { std::uint64_t off, len; };
-struct cachestat_k { std::uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; };
+struct cachestat_range_k {
+  std::uint64_t off, len;
+};
+struct cachestat_k {
+  std::uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
 
 const std::uint64_t page_size = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 
@@ -63,8 +67,11 @@ std::optional<cache_numbers> dir_cachestat(const std::string& dir) {
       if (errno != ENOENT) failed = true;
       return;
     }
-    sum.cache += c->cache; sum.dirty += c->dirty; sum.writeback += c->writeback;
-    sum.evicted += c->evicted; sum.recently_evicted += c->recently_evicted;
+    sum.cache += c->cache;
+    sum.dirty += c->dirty;
+    sum.writeback += c->writeback;
+    sum.evicted += c->evicted;
+    sum.recently_evicted += c->recently_evicted;
   });
   if (failed) return std::nullopt;
   return sum;
@@ -74,7 +81,10 @@ int drop_dir_cache(const std::string& dir) {
   int first_error = 0;
   for_each_file(dir, [&](const std::string& p) {
     const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) { if (!first_error && errno != ENOENT) first_error = errno; return; }
+    if (fd < 0) {
+      if (!first_error && errno != ENOENT) first_error = errno;
+      return;
+    }
     // dirty pages are not dropped by DONTNEED: write them back first
     if (::fdatasync(fd) != 0 && !first_error) first_error = errno;
     const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // returns the error
@@ -99,7 +109,10 @@ std::optional<std::string> block_device_of(const std::string& path_in) {
     std::string fstype, src;
     rest >> fstype >> src;
     const bool prefix = path == mp || (path.rfind(mp, 0) == 0 && (mp == "/" || path[mp.size()] == '/'));
-    if (prefix && mp.size() >= best_mp.size()) { best_mp = mp; best_src = src; }
+    if (prefix && mp.size() >= best_mp.size()) {
+      best_mp = mp;
+      best_src = src;
+    }
   }
   if (best_src.rfind("/dev/", 0) != 0) return std::nullopt;
   return best_src.substr(5);
@@ -143,7 +156,10 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> read_proc_cpu_ticks(int p
   std::uint64_t utime = 0, stime = 0;
   for (int field = 3; ls >> f; ++field) {
     if (field == 14) utime = std::stoull(f);
-    if (field == 15) { stime = std::stoull(f); return std::make_pair(utime, stime); }
+    if (field == 15) {
+      stime = std::stoull(f);
+      return std::make_pair(utime, stime);
+    }
   }
   return std::nullopt;
 }
@@ -164,10 +180,22 @@ char stat_state(const std::string& all) {
 
 bool file_io_syscall(long nr) {
   switch (nr) {
-    case 0: case 1: case 17: case 18: case 19: case 20:    // read write pread64 pwrite64 readv writev
-    case 295: case 296: case 327: case 328:                // preadv pwritev preadv2 pwritev2
-    case 74: case 75: case 277: case 285: case 221:        // fsync fdatasync sync_file_range fallocate fadvise64
-    case 326:                                              // copy_file_range
+    case 0:
+    case 1:
+    case 17:
+    case 18:
+    case 19:
+    case 20:  // read write pread64 pwrite64 readv writev
+    case 295:
+    case 296:
+    case 327:
+    case 328:  // preadv pwritev preadv2 pwritev2
+    case 74:
+    case 75:
+    case 277:
+    case 285:
+    case 221:  // fsync fdatasync sync_file_range fallocate fadvise64
+    case 326:  // copy_file_range
       return true;
     default:
       return false;
@@ -178,11 +206,11 @@ std::optional<syscall_line> parse_syscall_line(const std::string& line) {
   const char* p = line.c_str();
   char* end = nullptr;
   const long nr = std::strtol(p, &end, 10);
-  if (end == p || nr < 0) return std::nullopt;   // "running", "-1 ...", empty
+  if (end == p || nr < 0) return std::nullopt;  // "running", "-1 ...", empty
   syscall_line out;
   out.nr = nr;
   p = end;
-  out.arg0 = std::strtoull(p, &end, 16);   // "0x..."; strtoull accepts the prefix in base 16
+  out.arg0 = std::strtoull(p, &end, 16);  // "0x..."; strtoull accepts the prefix in base 16
   if (end == p) return std::nullopt;
   return out;
 }
@@ -214,11 +242,12 @@ std::optional<thread_snapshot> read_thread_snapshot(int pid) {
     if (ec) break;
     const std::string t = it->path().string();
     const std::string stat = read_small(t + "/stat");
-    if (stat.empty()) continue;   // the thread exited between listing and reading
+    if (stat.empty()) continue;  // the thread exited between listing and reading
     const char state = stat_state(stat);
     // comm sits between the first '(' and the last ')' of stat
     const auto open = stat.find('('), close = stat.rfind(')');
-    const std::string comm = open != std::string::npos && close > open ? stat.substr(open + 1, close - open - 1) : "";
+    const std::string comm =
+        open != std::string::npos && close > open ? stat.substr(open + 1, close - open - 1) : "";
     ++s.threads;
     const bool d = state == 'D';
     s.in_d += d;
@@ -246,7 +275,10 @@ void thread_stats::add(const thread_snapshot& s) {
   workers_d_peak = std::max(workers_d_peak, s.workers_in_d);
   worker_file_io_peak = std::max(worker_file_io_peak, s.workers_in_file_io);
   iowq_d_peak = std::max(iowq_d_peak, s.iowq_in_d);
-  _d_sum += s.in_d; _wd_sum += s.workers_in_d; _wio_sum += s.workers_in_file_io; _iowq_d_sum += s.iowq_in_d;
+  _d_sum += s.in_d;
+  _wd_sum += s.workers_in_d;
+  _wio_sum += s.workers_in_file_io;
+  _iowq_d_sum += s.iowq_in_d;
   const double n = samples;
   d_mean = static_cast<double>(_d_sum) / n;
   workers_d_mean = static_cast<double>(_wd_sum) / n;
@@ -261,7 +293,10 @@ void sampler::start() {
   _result.block_device = _cfg.block_device;
   if (!_cfg.block_device.empty()) _dev_start = read_block_stat(_cfg.block_device);
   if (_cfg.server_pid > 0) {
-    if (auto t = read_proc_cpu_ticks(_cfg.server_pid)) { _cpu_start_user = t->first; _cpu_start_sys = t->second; }
+    if (auto t = read_proc_cpu_ticks(_cfg.server_pid)) {
+      _cpu_start_user = t->first;
+      _cpu_start_sys = t->second;
+    }
   }
   _vm_start = read_vmstat_reclaim();
   _result.meminfo_cached_start = read_meminfo()["Cached"];
@@ -278,8 +313,16 @@ void sampler::loop() {
   auto next = clock::now(), next_t = next;
   while (_running.load(std::memory_order_relaxed)) {
     const auto now = clock::now();
-    if (now >= next) { sample_once(); next += every; if (next < now) next = now + every; }
-    if (_cfg.server_pid > 0 && now >= next_t) { sample_threads(); next_t += every_t; if (next_t < now) next_t = now + every_t; }
+    if (now >= next) {
+      sample_once();
+      next += every;
+      if (next < now) next = now + every;
+    }
+    if (_cfg.server_pid > 0 && now >= next_t) {
+      sample_threads();
+      next_t += every_t;
+      if (next_t < now) next_t = now + every_t;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
@@ -294,9 +337,11 @@ void sampler::sample_once() {
     if (auto c = dir_cachestat(_cfg.dir)) {
       _result.cachestat_ok = true;
       auto& p = _result.peak;
-      p.cache = std::max(p.cache, c->cache); p.dirty = std::max(p.dirty, c->dirty);
+      p.cache = std::max(p.cache, c->cache);
+      p.dirty = std::max(p.dirty, c->dirty);
       p.writeback = std::max(p.writeback, c->writeback);
-      p.evicted = std::max(p.evicted, c->evicted); p.recently_evicted = std::max(p.recently_evicted, c->recently_evicted);
+      p.evicted = std::max(p.evicted, c->evicted);
+      p.recently_evicted = std::max(p.recently_evicted, c->recently_evicted);
       _result.final_ = *c;
     }
   }

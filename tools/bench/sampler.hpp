@@ -37,11 +37,11 @@ struct cache_numbers {
 [[nodiscard]] std::optional<std::string> block_device_of(const std::string& path);
 
 struct sampler_config {
-  std::string dir;            // backing directory of the export on the server
-  int server_pid = 0;         // 0: no CPU sampling
-  std::string block_device;   // "" = find it from dir's mount
+  std::string dir;           // backing directory of the export on the server
+  int server_pid = 0;        // 0: no CPU sampling
+  std::string block_device;  // "" = find it from dir's mount
   unsigned interval_ms = 100;
-  unsigned thread_interval_ms = 50;   // thread-state sampling of server_pid
+  unsigned thread_interval_ms = 50;  // thread-state sampling of server_pid
 };
 
 // One look at a process's threads (/proc/PID/task/*): how many exist, how
@@ -72,34 +72,38 @@ struct thread_snapshot {
 // Parses a /proc/.../syscall line ("NR ARG1 ... SP PC", "running", "-1 SP
 // PC") into the syscall number and its first argument; nullopt when the
 // thread is running or not in a system call.
-struct syscall_line { long nr = -1; std::uint64_t arg0 = 0; };
+struct syscall_line {
+  long nr = -1;
+  std::uint64_t arg0 = 0;
+};
 [[nodiscard]] std::optional<syscall_line> parse_syscall_line(const std::string& line);
 // Parses the state letter from a /proc/.../stat line ('?' when malformed).
 [[nodiscard]] char stat_state(const std::string& stat_line);
 
-struct thread_stats {   // over the run's snapshots
+struct thread_stats {  // over the run's snapshots
   unsigned samples = 0;
   unsigned threads_peak = 0, workers_peak = 0, iowq_peak = 0;
   double d_mean = 0, workers_d_mean = 0, worker_file_io_mean = 0, iowq_d_mean = 0;
   unsigned d_peak = 0, workers_d_peak = 0, worker_file_io_peak = 0, iowq_d_peak = 0;
   void add(const thread_snapshot& s);
+
  private:
   std::uint64_t _d_sum = 0, _wd_sum = 0, _wio_sum = 0, _iowq_d_sum = 0;
 };
 
 struct sample_result {
   bool cachestat_ok = false;
-  cache_numbers peak;                 // per field peak over samples
-  cache_numbers final_;               // after the run
+  cache_numbers peak;    // per field peak over samples
+  cache_numbers final_;  // after the run
   std::uint64_t meminfo_cached_peak = 0, meminfo_dirty_peak = 0, meminfo_writeback_peak = 0;
   std::uint64_t meminfo_cached_start = 0;
-  double server_cpu_s = -1;           // utime+stime delta, seconds
+  double server_cpu_s = -1;  // utime+stime delta, seconds
   double server_user_s = -1, server_sys_s = -1;
   std::string block_device;
   std::int64_t dev_reads = -1, dev_read_bytes = -1, dev_writes = -1, dev_write_bytes = -1;
-  std::map<std::string, std::int64_t> vmstat_delta;   // pgscan_kswapd, pgsteal_kswapd, allocstall_*
+  std::map<std::string, std::int64_t> vmstat_delta;  // pgscan_kswapd, pgsteal_kswapd, allocstall_*
   unsigned samples = 0;
-  thread_stats threads;               // server_pid's thread states
+  thread_stats threads;  // server_pid's thread states
 };
 
 class sampler {
@@ -110,7 +114,7 @@ class sampler {
   sampler& operator=(const sampler&) = delete;
 
   void start();
-  void stop();   // idempotent; takes the final sample
+  void stop();  // idempotent; takes the final sample
   [[nodiscard]] const sample_result& result() const { return _result; }
 
  private:
@@ -128,7 +132,7 @@ class sampler {
 };
 
 // Helpers exposed for tests.
-[[nodiscard]] std::map<std::string, std::uint64_t> read_meminfo();   // bytes
+[[nodiscard]] std::map<std::string, std::uint64_t> read_meminfo();  // bytes
 [[nodiscard]] std::map<std::string, std::int64_t> read_vmstat_reclaim();
 [[nodiscard]] std::optional<std::pair<std::uint64_t, std::uint64_t>> read_proc_cpu_ticks(int pid);
 [[nodiscard]] std::vector<std::uint64_t> read_block_stat(const std::string& dev);

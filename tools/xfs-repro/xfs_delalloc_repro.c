@@ -36,46 +36,41 @@
 #define PAGE 4096L
 
 static int fb = -1, fd = -1, written_back, failed;
-static char *cached_bytes;
-static void *direct_bytes;
+static char* cached_bytes;
+static void* direct_bytes;
 
-static void check(long rc, long want, const char *what, long off, long len)
-{
-	if (rc == want)
-		return;
-	printf("  %s at %ld +%ld: %ld (%s)\n", what, off, len, rc, rc < 0 ? strerror(errno) : "short");
-	failed = 1;
+static void check(long rc, long want, const char* what, long off, long len) {
+  if (rc == want) return;
+  printf("  %s at %ld +%ld: %ld (%s)\n", what, off, len, rc, rc < 0 ? strerror(errno) : "short");
+  failed = 1;
 }
 
 /* The direct middle of a WRITE: whole pages, O_DIRECT (DCACHE adds
  * RWF_DONTCACHE in case the filesystem falls back to buffered). */
-static void direct_write(long page, long pages)
-{
-	struct iovec v = {direct_bytes, (size_t)(pages * PAGE)};
-	check(pwritev2(fd, &v, 1, page * PAGE, RWF_DONTCACHE), pages * PAGE, "O_DIRECT write", page * PAGE,
-	      pages * PAGE);
+static void direct_write(long page, long pages) {
+  struct iovec v = {direct_bytes, (size_t)(pages * PAGE)};
+  check(pwritev2(fd, &v, 1, page * PAGE, RWF_DONTCACHE), pages * PAGE, "O_DIRECT write", page * PAGE,
+        pages * PAGE);
 }
 
 /* A WRITE's partial edge page, written cached (the boundary tracker holds
  * it for the neighbour); with --written-back, its write-back starts at once. */
-static void cached_write(long off, long len)
-{
-	struct iovec v = {cached_bytes, (size_t)len};
-	check(pwritev2(fb, &v, 1, off, 0), len, "cached write", off, len);
-	if (written_back) {
-		const long lo = off / PAGE * PAGE, hi = (off + len + PAGE - 1) / PAGE * PAGE;
-		check(sync_file_range(fb, lo, hi - lo, SYNC_FILE_RANGE_WRITE), 0, "sync_file_range(WRITE)", lo, hi - lo);
-	}
+static void cached_write(long off, long len) {
+  struct iovec v = {cached_bytes, (size_t)len};
+  check(pwritev2(fb, &v, 1, off, 0), len, "cached write", off, len);
+  if (written_back) {
+    const long lo = off / PAGE * PAGE, hi = (off + len + PAGE - 1) / PAGE * PAGE;
+    check(sync_file_range(fb, lo, hi - lo, SYNC_FILE_RANGE_WRITE), 0, "sync_file_range(WRITE)", lo, hi - lo);
+  }
 }
 
 /* A held page let go: written back and dropped through the O_DIRECT descriptor. */
-static void release(long page)
-{
-	check(sync_file_range(fd, page * PAGE, PAGE,
-			      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER),
-	      0, "release: sync_file_range", page * PAGE, PAGE);
-	check(posix_fadvise(fd, page * PAGE, PAGE, POSIX_FADV_DONTNEED), 0, "release: fadvise(DONTNEED)", page * PAGE,
-	      PAGE);
+static void release(long page) {
+  check(sync_file_range(fd, page * PAGE, PAGE,
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER),
+        0, "release: sync_file_range", page * PAGE, PAGE);
+  check(posix_fadvise(fd, page * PAGE, PAGE, POSIX_FADV_DONTNEED), 0, "release: fadvise(DONTNEED)",
+        page * PAGE, PAGE);
 }
 
 /*
@@ -94,17 +89,15 @@ static void release(long page)
  * release: write-back converts the last delalloc page, needs the btree
  * again, and takes its block from a transaction that reserved none.
  */
-static void shutdown_case(void)
-{
-	for (long i = 0; i < 11; ++i)
-		direct_write(2 * i, 1);
-	cached_write(32 * PAGE, 884);
-	direct_write(33, 2);
-	const long appends[][2] = {{35, 2}, {37, 2}, {39, 2}, {41, 2}, {43, 4}};
-	for (size_t i = 0; i < sizeof(appends) / sizeof(appends[0]); ++i)
-		direct_write(appends[i][0], appends[i][1]);
-	cached_write(47 * PAGE, 100);
-	release(47);
+static void shutdown_case(void) {
+  for (long i = 0; i < 11; ++i) direct_write(2 * i, 1);
+  cached_write(32 * PAGE, 884);
+  direct_write(33, 2);
+  const long appends[][2] = {{35, 2}, {37, 2}, {39, 2}, {41, 2}, {43, 4}};
+  for (size_t i = 0; i < sizeof(appends) / sizeof(appends[0]); ++i)
+    direct_write(appends[i][0], appends[i][1]);
+  cached_write(47 * PAGE, 100);
+  release(47);
 }
 
 /*
@@ -115,43 +108,41 @@ static void shutdown_case(void)
  * writes nothing back there (no pages), the preallocation left past EOF is
  * still delayed allocation, and iomap answers the READ with EIO.
  */
-static void collision_case(void)
-{
-	direct_write(0, 35);
-	cached_write(35 * PAGE, 884);
-	direct_write(36, 6);
-	struct iovec v = {direct_bytes, 8 * PAGE};
-	const long n = preadv2(fd, &v, 1, 36 * PAGE, 0);
-	check(n, 6 * PAGE, "O_DIRECT read across EOF", 36 * PAGE, 8 * PAGE);
+static void collision_case(void) {
+  direct_write(0, 35);
+  cached_write(35 * PAGE, 884);
+  direct_write(36, 6);
+  struct iovec v = {direct_bytes, 8 * PAGE};
+  const long n = preadv2(fd, &v, 1, 36 * PAGE, 0);
+  check(n, 6 * PAGE, "O_DIRECT read across EOF", 36 * PAGE, 8 * PAGE);
 }
 
-int main(int argc, char **argv)
-{
-	int i = 1;
-	if (i < argc && strcmp(argv[i], "--written-back") == 0) {
-		written_back = 1;
-		++i;
-	}
-	if (argc - i != 2 || (strcmp(argv[i], "shutdown") != 0 && strcmp(argv[i], "collision") != 0)) {
-		fprintf(stderr, "usage: %s [--written-back] shutdown|collision FILE\n", argv[0]);
-		return 2;
-	}
-	const char *which = argv[i], *path = argv[i + 1];
-	fb = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	fd = fb < 0 ? -1 : open(path, O_RDWR | O_DIRECT);
-	cached_bytes = malloc(1 << 20);
-	if (fb < 0 || fd < 0 || cached_bytes == NULL || posix_memalign(&direct_bytes, PAGE, 1 << 20) != 0) {
-		fprintf(stderr, "%s: cannot set up %s: %s\n", argv[0], path, strerror(errno));
-		return 2;
-	}
-	memset(cached_bytes, 'c', 1 << 20);
-	memset(direct_bytes, 'd', 1 << 20);
-	printf("%s%s on %s\n", which, written_back ? " (cached writes written back at once)" : "", path);
-	if (strcmp(which, "shutdown") == 0)
-		shutdown_case();
-	else
-		collision_case();
-	close(fd);
-	close(fb);
-	return failed;
+int main(int argc, char** argv) {
+  int i = 1;
+  if (i < argc && strcmp(argv[i], "--written-back") == 0) {
+    written_back = 1;
+    ++i;
+  }
+  if (argc - i != 2 || (strcmp(argv[i], "shutdown") != 0 && strcmp(argv[i], "collision") != 0)) {
+    fprintf(stderr, "usage: %s [--written-back] shutdown|collision FILE\n", argv[0]);
+    return 2;
+  }
+  const char *which = argv[i], *path = argv[i + 1];
+  fb = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  fd = fb < 0 ? -1 : open(path, O_RDWR | O_DIRECT);
+  cached_bytes = malloc(1 << 20);
+  if (fb < 0 || fd < 0 || cached_bytes == NULL || posix_memalign(&direct_bytes, PAGE, 1 << 20) != 0) {
+    fprintf(stderr, "%s: cannot set up %s: %s\n", argv[0], path, strerror(errno));
+    return 2;
+  }
+  memset(cached_bytes, 'c', 1 << 20);
+  memset(direct_bytes, 'd', 1 << 20);
+  printf("%s%s on %s\n", which, written_back ? " (cached writes written back at once)" : "", path);
+  if (strcmp(which, "shutdown") == 0)
+    shutdown_case();
+  else
+    collision_case();
+  close(fd);
+  close(fb);
+  return failed;
 }

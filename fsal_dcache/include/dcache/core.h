@@ -76,11 +76,11 @@ struct dcache_settings_text {
 	/* Shared boundary pages of direct-mode WRITEs (see boundary_tracker.h).
 	 * Later fields default to "not set" in C++ too, so code that lists
 	 * only the earlier ones stays warning-free. */
-	const char *boundary_tracking DCACHE_UNSET;   /* bool, default true */
-	const char *boundary_max_pages DCACHE_UNSET;  /* 1 .. 1048576, default 4096 */
-	const char *boundary_max_age_ms DCACHE_UNSET; /* 1 .. 3600000, default 5000 */
-	const char *io_backend DCACHE_UNSET;            /* io_uring | sync, default io_uring */
-	const char *io_queue_depth DCACHE_UNSET;        /* 1 .. 4096, default 64 */
+	const char *boundary_tracking DCACHE_UNSET;	/* bool, default true */
+	const char *boundary_max_pages DCACHE_UNSET;	/* 1 .. 1048576, default 4096 */
+	const char *boundary_max_age_ms DCACHE_UNSET;	/* 1 .. 3600000, default 5000 */
+	const char *io_backend DCACHE_UNSET;		/* io_uring | sync, default io_uring */
+	const char *io_queue_depth DCACHE_UNSET;	/* 1 .. 4096, default 64 */
 	const char *cached_read_fast_path DCACHE_UNSET; /* bool, default true */
 };
 
@@ -135,8 +135,7 @@ struct dcache_settings dcache_settings_default(void) DCACHE_NOEXCEPT;
  *   IO_Cache_Read = "fast" is not valid; allowed: buffered, dontcache,
  *   fadvise, direct (or the kernel's numbers 0, 1, 2)
  * Pure; thread-safe. */
-int dcache_settings_parse(const struct dcache_settings_text *text,
-			  struct dcache_settings *out, char *why,
+int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out, char *why,
 			  size_t why_len) DCACHE_NOEXCEPT;
 
 /* What a setting (its ganesha.conf name, any case) allows, as the error
@@ -151,8 +150,7 @@ size_t dcache_settings_quote(const char *value, char *out, size_t out_len) DCACH
 /* Every setting of *s as "Name = value, Name = value, ..." in the order of
  * DCACHE_SETTINGS, each value in the words dcache_settings_parse accepts
  * (for the log).  Returns the length it needed, like snprintf. */
-size_t dcache_settings_format(const struct dcache_settings *s, char *out,
-			      size_t out_len) DCACHE_NOEXCEPT;
+size_t dcache_settings_format(const struct dcache_settings *s, char *out, size_t out_len) DCACHE_NOEXCEPT;
 
 /* Canonical name of a mode ("direct_file_sync", ...). */
 const char *dcache_mode_name(enum dcache_mode mode) DCACHE_NOEXCEPT;
@@ -162,12 +160,10 @@ const char *dcache_mode_name(enum dcache_mode mode) DCACHE_NOEXCEPT;
 struct dcache_export;
 
 /* name: used in log lines and stats ("export 1 /data").  NULL on ENOMEM. */
-struct dcache_export *dcache_export_new(const struct dcache_settings *settings,
-					const char *name) DCACHE_NOEXCEPT;
+struct dcache_export *dcache_export_new(const struct dcache_settings *settings, const char *name) DCACHE_NOEXCEPT;
 /* Live reconfiguration: requests already in flight finish with the
  * settings they started with; new ones see the new settings.  Thread-safe. */
-void dcache_export_update(struct dcache_export *exp,
-			  const struct dcache_settings *settings) DCACHE_NOEXCEPT;
+void dcache_export_update(struct dcache_export *exp, const struct dcache_settings *settings) DCACHE_NOEXCEPT;
 struct dcache_settings dcache_export_settings(const struct dcache_export *exp) DCACHE_NOEXCEPT;
 /* The adapter's unexport: releases every held boundary page of the
  * export, then drops the adapter's reference.  The export itself is freed
@@ -179,10 +175,8 @@ void dcache_export_put(struct dcache_export *exp) DCACHE_NOEXCEPT;
 /* File handles (the sub-FSAL's keys) known to lie inside the export: the
  * ones it handed out itself and the ones checked on first use.  Bounded;
  * a forgotten key only costs one more check.  Thread-safe. */
-bool dcache_export_handle_known(const struct dcache_export *exp,
-				const void *key, size_t len) DCACHE_NOEXCEPT;
-void dcache_export_handle_add(struct dcache_export *exp, const void *key,
-			      size_t len) DCACHE_NOEXCEPT;
+bool dcache_export_handle_known(const struct dcache_export *exp, const void *key, size_t len) DCACHE_NOEXCEPT;
+void dcache_export_handle_add(struct dcache_export *exp, const void *key, size_t len) DCACHE_NOEXCEPT;
 
 /* ---- per file object --------------------------------------------------- */
 
@@ -213,18 +207,16 @@ struct dcache_io {
 };
 
 struct dcache_io_result {
-	int error;     /* 0 or an errno value */
-	size_t bytes;  /* bytes transferred (also on a short transfer) */
-	bool stable;   /* WRITE: reply FILE_SYNC (never lower than asked) */
-	bool eof;      /* READ: end of file reached */
+	int error;    /* 0 or an errno value */
+	size_t bytes; /* bytes transferred (also on a short transfer) */
+	bool stable;  /* WRITE: reply FILE_SYNC (never lower than asked) */
+	bool eof;     /* READ: end of file reached */
 };
 
 /* Blocking (start + wait); thread-safe. */
-struct dcache_io_result dcache_read(struct dcache_export *exp,
-				    struct dcache_file *file,
+struct dcache_io_result dcache_read(struct dcache_export *exp, struct dcache_file *file,
 				    const struct dcache_io *io) DCACHE_NOEXCEPT;
-struct dcache_io_result dcache_write(struct dcache_export *exp,
-				     struct dcache_file *file,
+struct dcache_io_result dcache_write(struct dcache_export *exp, struct dcache_file *file,
 				     const struct dcache_io *io) DCACHE_NOEXCEPT;
 /* Asynchronous READ/WRITE.
  *
@@ -251,12 +243,10 @@ struct dcache_io_result dcache_write(struct dcache_export *exp,
  *
  * Thread-safe.  Latency is measured from start to completion. */
 typedef void (*dcache_io_done_fn)(void *ctx, struct dcache_io_result result);
-bool dcache_read_start(struct dcache_export *exp, struct dcache_file *file,
-		       const struct dcache_io *io, dcache_io_done_fn done,
-		       void *ctx, struct dcache_io_result *inline_result) DCACHE_NOEXCEPT;
-bool dcache_write_start(struct dcache_export *exp, struct dcache_file *file,
-			const struct dcache_io *io, dcache_io_done_fn done,
-			void *ctx, struct dcache_io_result *inline_result) DCACHE_NOEXCEPT;
+bool dcache_read_start(struct dcache_export *exp, struct dcache_file *file, const struct dcache_io *io,
+		       dcache_io_done_fn done, void *ctx, struct dcache_io_result *inline_result) DCACHE_NOEXCEPT;
+bool dcache_write_start(struct dcache_export *exp, struct dcache_file *file, const struct dcache_io *io,
+			dcache_io_done_fn done, void *ctx, struct dcache_io_result *inline_result) DCACHE_NOEXCEPT;
 
 /* The backend the export actually runs ("io_uring", "sync"); static
  * string.  Thread-safe. */
@@ -267,8 +257,7 @@ const char *dcache_export_backend_name(const struct dcache_export *exp) DCACHE_N
  * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode.  Held
  * boundary pages in the range stay held (the COMMIT made them durable).
  * Returns 0 or an errno value. */
-int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file,
-			int fd, uint64_t offset, uint64_t len,
+int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int fd, uint64_t offset, uint64_t len,
 			uint64_t sync_ns) DCACHE_NOEXCEPT;
 
 /* ---- statistics -------------------------------------------------------- */
@@ -289,8 +278,7 @@ struct dcache_latency {
 	uint64_t min_ns;
 	uint64_t max_ns;
 };
-struct dcache_latency dcache_stats_latency(const struct dcache_export *exp,
-					   enum dcache_op op) DCACHE_NOEXCEPT;
+struct dcache_latency dcache_stats_latency(const struct dcache_export *exp, enum dcache_op op) DCACHE_NOEXCEPT;
 const char *dcache_op_name(enum dcache_op op) DCACHE_NOEXCEPT;
 
 /* ---- logging ----------------------------------------------------------- */

@@ -107,10 +107,7 @@ public:
 
 	// Asynchronous form (see the header comment).  The iovecs of req must
 	// stay valid until c.complete() has been called.
-	virtual void submit(const request &req, completion &c) noexcept
-	{
-		c.complete(execute(req));
-	}
+	virtual void submit(const request &req, completion &c) noexcept { c.complete(execute(req)); }
 
 	// Capabilities, probed once per file by the caller (which caches them).
 	[[nodiscard]] virtual dio_caps probe_dio(int fd) noexcept = 0;

@@ -45,9 +45,9 @@ public:
 	using predicate = std::function<bool(const request &req, std::size_t index)>;
 	struct fault {
 		predicate match;
-		int error = 0;                        // errno to return, or 0
+		int error = 0;			     // errno to return, or 0
 		std::optional<std::size_t> short_to; // transfer only this many bytes
-		int times = 1;                        // -1: every match
+		int times = 1;			     // -1: every match
 	};
 
 	[[nodiscard]] const char *name() const noexcept override { return "fake"; }
@@ -77,10 +77,7 @@ public:
 	void clear_calls();
 
 private:
-	[[nodiscard]] int base_fd(int fd) const noexcept
-	{
-		return fd >= k_direct_fd_base ? fd - k_direct_fd_base : fd;
-	}
+	[[nodiscard]] int base_fd(int fd) const noexcept { return fd >= k_direct_fd_base ? fd - k_direct_fd_base : fd; }
 	[[nodiscard]] bool aligned(const request &req) const noexcept;
 	[[nodiscard]] bool mem_aligned(const request &req) const noexcept;
 

@@ -22,12 +22,12 @@
 namespace dcache::io {
 
 enum class op_kind : std::uint8_t {
-	read,             // preadv2(fd, iov, offset, rwf)
-	write,            // pwritev2(fd, iov, offset, rwf)
-	fsync,            // fsync(fd)
-	fdatasync,        // fdatasync(fd)
-	sync_range,       // sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)
-	writeback,        // sync_file_range(WRITE): start write-back, do not wait
+	read,		  // preadv2(fd, iov, offset, rwf)
+	write,		  // pwritev2(fd, iov, offset, rwf)
+	fsync,		  // fsync(fd)
+	fdatasync,	  // fdatasync(fd)
+	sync_range,	  // sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)
+	writeback,	  // sync_file_range(WRITE): start write-back, do not wait
 	fadvise_dontneed, // posix_fadvise(POSIX_FADV_DONTNEED); length 0 = to EOF
 };
 
@@ -70,15 +70,12 @@ struct [[nodiscard]] result {
 
 // Direct-I/O alignment of one file.  0 means "unknown": no direct I/O.
 struct dio_caps {
-	std::uint32_t mem_align = 0;    // M: buffer address (and segment) alignment
+	std::uint32_t mem_align = 0;	// M: buffer address (and segment) alignment
 	std::uint32_t offset_align = 0; // O: file offset / length alignment
-	std::uint32_t read_align = 0;   // R: read offset alignment (<= O)
+	std::uint32_t read_align = 0;	// R: read offset alignment (<= O)
 	enum class source : std::uint8_t { none, statx, xfs_dioinfo, fake } from = source::none;
 
-	[[nodiscard]] bool known() const noexcept
-	{
-		return mem_align != 0 && offset_align != 0;
-	}
+	[[nodiscard]] bool known() const noexcept { return mem_align != 0 && offset_align != 0; }
 };
 
 } // namespace dcache::io

@@ -125,10 +125,7 @@ public:
 	[[nodiscard]] std::size_t in_flight() const noexcept;
 	[[nodiscard]] std::size_t max_in_flight() const noexcept;
 	// Times a short transfer was resubmitted for its remainder.
-	[[nodiscard]] std::uint64_t resubmits() const noexcept
-	{
-		return _resubmits.load(std::memory_order_relaxed);
-	}
+	[[nodiscard]] std::uint64_t resubmits() const noexcept { return _resubmits.load(std::memory_order_relaxed); }
 	// Personalities registered and not yet released (leak checks).
 	[[nodiscard]] std::uint64_t personalities_live() const noexcept
 	{
@@ -158,11 +155,11 @@ private:
 	std::unique_ptr<io_uring> _ring;
 	unsigned _depth = 0;
 
-	mutable std::mutex _mutex;       // guards the SQ and everything below
-	std::condition_variable _space;  // signalled when _in_flight drops
-	std::size_t _in_flight = 0;      // caller requests submitted, not completed
+	mutable std::mutex _mutex;	// guards the SQ and everything below
+	std::condition_variable _space; // signalled when _in_flight drops
+	std::size_t _in_flight = 0;	// caller requests submitted, not completed
 	std::size_t _max_in_flight = 0;
-	std::size_t _internal = 0;       // our own NOP/cancel SQEs not yet reaped
+	std::size_t _internal = 0; // our own NOP/cancel SQEs not yet reaped
 	bool _stopping = false;
 
 	std::atomic<std::uint64_t> _resubmits{0};
@@ -173,9 +170,9 @@ private:
 };
 
 struct [[nodiscard]] uring_open_result {
-	int error = 0;                           // 0, or why the caller must fall back
-	std::string why;                         // one line for the log when error != 0
-	std::unique_ptr<uring_backend> backend;  // set iff error == 0
+	int error = 0;				// 0, or why the caller must fall back
+	std::string why;			// one line for the log when error != 0
+	std::unique_ptr<uring_backend> backend; // set iff error == 0
 };
 
 // Creates a ring of `depth` entries (rounded up to a power of two by the

@@ -36,11 +36,11 @@ struct record {
 };
 
 struct write_case {
-  const char* exp;   // pseudo path / directory under DCACHE_MNT
+  const char* exp;  // pseudo path / directory under DCACHE_MNT
   const char* file;
-  stable_how how;    // what the WRITEs ask for
-  bool commit;       // COMMIT afterwards
-  bool must_survive; // acknowledged durable by the server
+  stable_how how;     // what the WRITEs ask for
+  bool commit;        // COMMIT afterwards
+  bool must_survive;  // acknowledged durable by the server
 };
 
 const char* name_of(stable_how h) {
@@ -96,8 +96,8 @@ int do_write(const std::string& manifest) {
       stable_how got{};
       std::string why;
       if (f.write(off, data, wc.how, got, why) != static_cast<long long>(k_len)) {
-        std::fprintf(stderr, "WRITE /%s/%s at %llu: %s\n", wc.exp, wc.file, static_cast<unsigned long long>(off),
-                     why.c_str());
+        std::fprintf(stderr, "WRITE /%s/%s at %llu: %s\n", wc.exp, wc.file,
+                     static_cast<unsigned long long>(off), why.c_str());
         return 2;
       }
       // Only what the server acknowledged as durable may be required to
@@ -181,11 +181,12 @@ int do_verify(const std::string& manifest, const std::string& root) {
       if (!ok) ++control_lost;
     }
   }
-  std::printf("crash phase 2: %d acknowledged file(s) damaged or lost; %d of %d uncommitted control file(s) lost%s\n",
-              failures, control_lost, controls,
-              control_lost == 0 ? " (the shutdown did not lose unacknowledged data: the check cannot tell the "
-                                  "difference on this setup)"
-                                : " (so the shutdown does lose unacknowledged data)");
+  std::printf(
+      "crash phase 2: %d acknowledged file(s) damaged or lost; %d of %d uncommitted control file(s) lost%s\n",
+      failures, control_lost, controls,
+      control_lost == 0 ? " (the shutdown did not lose unacknowledged data: the check cannot tell the "
+                          "difference on this setup)"
+                        : " (so the shutdown does lose unacknowledged data)");
   return failures == 0 ? 0 : 1;
 }
 

@@ -68,10 +68,16 @@ std::vector<export_def> select(bool tmpfs) {
   return out;
 }
 
-bool is(const char* a, const char* b) { return std::strcmp(a, b) == 0; }
-bool write_direct_family(const export_def& e) { return std::strncmp(e.write_mode, "direct", 6) == 0; }
+bool is(const char* a, const char* b) {
+  return std::strcmp(a, b) == 0;
+}
+bool write_direct_family(const export_def& e) {
+  return std::strncmp(e.write_mode, "direct", 6) == 0;
+}
 
-std::string server() { return env_or_empty("DCACHE_SERVER"); }
+std::string server() {
+  return env_or_empty("DCACHE_SERVER");
+}
 
 // Where the export's files live on the server's side.
 std::string backing_dir(const export_def& e) {
@@ -89,20 +95,25 @@ std::string describe(const cachestat_result& c) {
   char buf[160];
   std::snprintf(buf, sizeof(buf), "cache=%llu dirty=%llu writeback=%llu evicted=%llu pages",
                 static_cast<unsigned long long>(c.nr_cache), static_cast<unsigned long long>(c.nr_dirty),
-                static_cast<unsigned long long>(c.nr_writeback), static_cast<unsigned long long>(c.nr_evicted));
+                static_cast<unsigned long long>(c.nr_writeback),
+                static_cast<unsigned long long>(c.nr_evicted));
   return buf;
 }
 
 // Skips the calling test when the environment lacks what it needs.
-#define REQUIRE_ENV(e)                                                                            \
-  do {                                                                                            \
-    if (server().empty()) { GTEST_SKIP() << "DCACHE_SERVER not set: run under with_server.sh"; }  \
-    if ((e).tmpfs && env_or_empty("DCACHE_TMPFS").empty()) {                                      \
-      GTEST_SKIP() << "DCACHE_TMPFS not set: run through run_modes.sh for the tmpfs exports";     \
-    }                                                                                             \
+#define REQUIRE_ENV(e)                                                                        \
+  do {                                                                                        \
+    if (server().empty()) {                                                                   \
+      GTEST_SKIP() << "DCACHE_SERVER not set: run under with_server.sh";                      \
+    }                                                                                         \
+    if ((e).tmpfs && env_or_empty("DCACHE_TMPFS").empty()) {                                  \
+      GTEST_SKIP() << "DCACHE_TMPFS not set: run through run_modes.sh for the tmpfs exports"; \
+    }                                                                                         \
   } while (0)
 
-std::string param_name(const export_def& e) { return e.name; }
+std::string param_name(const export_def& e) {
+  return e.name;
+}
 
 // Reads counters; fails the test (not just the check) when DBus is not there.
 fsal_stats stats_now() {
@@ -150,9 +161,19 @@ TEST_P(integrity, misaligned_and_aligned_writes_read_back_identical) {
     std::uint64_t off, len;
   };
   const std::vector<rec> recs = {
-      {0, 1},           {1, 511},           {511, 2},           {512, 512},       {1000, 4096},
-      {4095, 4097},     {8192, 65536},      {70000, 131072 + 333}, {300000, k_mib + 1}, {3 * k_mib - 7, 4 * k_mib},
-      {5 * k_mib, 4 * k_mib}, {2 * k_mib + 4096, 8192}, {7 * k_mib + 3, 4093},
+      {0, 1},
+      {1, 511},
+      {511, 2},
+      {512, 512},
+      {1000, 4096},
+      {4095, 4097},
+      {8192, 65536},
+      {70000, 131072 + 333},
+      {300000, k_mib + 1},
+      {3 * k_mib - 7, 4 * k_mib},
+      {5 * k_mib, 4 * k_mib},
+      {2 * k_mib + 4096, 8192},
+      {7 * k_mib + 3, 4093},
   };
   std::vector<std::byte> model;
   std::uint64_t seed = 1000 + static_cast<std::uint64_t>(e.id) * 10 + static_cast<std::uint64_t>(v);
@@ -172,8 +193,8 @@ TEST_P(integrity, misaligned_and_aligned_writes_read_back_identical) {
   ASSERT_EQ(first_difference(got, model), -1) << "NFS read differs at the offset shown";
 
   // Misaligned READ windows (direct reads widen and bounce these).
-  const std::vector<rec> windows = {{1, 1},       {511, 3},         {4095, 2},
-                                    {4097, 65541}, {333333, k_mib + 7}, {model.size() - 5, 5}};
+  const std::vector<rec> windows = {
+      {1, 1}, {511, 3}, {4095, 2}, {4097, 65541}, {333333, k_mib + 7}, {model.size() - 5, 5}};
   for (const auto& w : windows) {
     std::vector<std::byte> part(w.len);
     const long long k = f.pread_full(w.off, part);
@@ -258,11 +279,9 @@ std::vector<integrity_param> integrity_params() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(modes, integrity, ::testing::ValuesIn(integrity_params()),
-                         [](const auto& p) {
-                           return std::string(p.param.e.name) + "_v" +
-                                  (p.param.v == nfs_version::v3 ? "3" : "4");
-                         });
+INSTANTIATE_TEST_SUITE_P(modes, integrity, ::testing::ValuesIn(integrity_params()), [](const auto& p) {
+  return std::string(p.param.e.name) + "_v" + (p.param.v == nfs_version::v3 ? "3" : "4");
+});
 
 // ============================================================= 2. residency ==
 
@@ -275,7 +294,8 @@ struct residency {
 residency measure(const std::string& path) {
   residency r;
   const int rc = wait_clean(path, 30'000, r.cs);
-  EXPECT_EQ(rc, 0) << path << ": writeback did not finish: " << describe(r.cs) << " (" << std::strerror(-rc) << ")";
+  EXPECT_EQ(rc, 0) << path << ": writeback did not finish: " << describe(r.cs) << " (" << std::strerror(-rc)
+                   << ")";
   r.cached_bytes = r.cs.nr_cache * k_page;
   return r;
 }
@@ -290,10 +310,12 @@ bool cachestat_available(std::string& why) {
   return true;
 }
 
-#define REQUIRE_CACHESTAT()                                            \
-  do {                                                                 \
-    std::string why_;                                                  \
-    if (!cachestat_available(why_)) { GTEST_SKIP() << why_; }          \
+#define REQUIRE_CACHESTAT()           \
+  do {                                \
+    std::string why_;                 \
+    if (!cachestat_available(why_)) { \
+      GTEST_SKIP() << why_;           \
+    }                                 \
   } while (0)
 
 // "[first,last] ..." page runs of the file that are cached, for messages.
@@ -307,8 +329,7 @@ std::string cached_runs(const std::string& path, std::uint64_t size) {
     const bool cached = p < pages && cachestat_path(path, p * k_page, k_page, cs) == 0 && cs.nr_cache > 0;
     if (cached && run_start < 0) run_start = static_cast<long long>(p);
     if (!cached && run_start >= 0) {
-      if (++runs <= 12)
-        out += "[" + std::to_string(run_start) + "," + std::to_string(p - 1) + "] ";
+      if (++runs <= 12) out += "[" + std::to_string(run_start) + "," + std::to_string(p - 1) + "] ";
       run_start = -1;
     }
   }
@@ -321,8 +342,8 @@ class residency_test : public ::testing::TestWithParam<export_def> {
   // buffered keeps everything; every other mode at most 2 % of the bytes.
   void check(const export_def& e, const char* what, std::uint64_t cached, std::uint64_t moved) {
     const double pct = 100.0 * static_cast<double>(cached) / static_cast<double>(moved);
-    std::printf("MEASURE residency %s export=%s read=%s write=%s cached=%llu moved=%llu pct=%.2f\n", what, e.name,
-                e.read_mode, e.write_mode, static_cast<unsigned long long>(cached),
+    std::printf("MEASURE residency %s export=%s read=%s write=%s cached=%llu moved=%llu pct=%.2f\n", what,
+                e.name, e.read_mode, e.write_mode, static_cast<unsigned long long>(cached),
                 static_cast<unsigned long long>(moved), pct);
     const bool is_read = std::strncmp(what, "read", 4) == 0;
     const char* mode = is_read ? e.read_mode : e.write_mode;
@@ -350,19 +371,20 @@ TEST_P(residency_test, write_then_commit_aligned_1mib) {
   const auto after = stats_now();
   const auto r = measure(backing_dir(e) + "/resident_write");
   check(e, "write_aligned", r.cached_bytes, k_residency_bytes);
-  std::printf("MEASURE counters export=%s writes=%llu write_direct=%llu write_split=%llu bounce=%llu "
-              "mem_misaligned=%llu dontcache_bytes=%llu direct_bytes=%llu buffered_bytes=%llu "
-              "reply_stable=%llu commits=%llu\n",
-              e.name, static_cast<unsigned long long>(delta(before, after, e.id, "writes")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "write_direct")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "write_split")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "write_bounce_copies")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "write_not_direct_mem_misaligned")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "dontcache_bytes")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "direct_bytes")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "buffered_bytes")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "writes_reply_stable")),
-              static_cast<unsigned long long>(delta(before, after, e.id, "commits")));
+  std::printf(
+      "MEASURE counters export=%s writes=%llu write_direct=%llu write_split=%llu bounce=%llu "
+      "mem_misaligned=%llu dontcache_bytes=%llu direct_bytes=%llu buffered_bytes=%llu "
+      "reply_stable=%llu commits=%llu\n",
+      e.name, static_cast<unsigned long long>(delta(before, after, e.id, "writes")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "write_direct")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "write_split")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "write_bounce_copies")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "write_not_direct_mem_misaligned")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "dontcache_bytes")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "direct_bytes")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "buffered_bytes")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "writes_reply_stable")),
+      static_cast<unsigned long long>(delta(before, after, e.id, "commits")));
   EXPECT_EQ(delta(before, after, e.id, "write_bytes"), k_residency_bytes);
   if (write_direct_family(e) && e.id != 38) {
     // Aligned 1 MiB WRITEs: every byte should have gone direct (through
@@ -379,7 +401,7 @@ TEST_P(residency_test, write_then_commit_aligned_1mib) {
 // The edge ranges of WRITEs of len bytes at offsets k*stride + first.
 struct edge_layout {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> records;  // offset, length
-  std::vector<bool> edge_page;                                    // per page of the file
+  std::vector<bool> edge_page;                                   // per page of the file
 };
 
 edge_layout misaligned_layout(std::uint64_t total, std::uint64_t align) {
@@ -437,25 +459,27 @@ TEST_P(residency_direct, write_then_commit_misaligned_records) {
       // XFS caches in large folios: the folio holding an edge page may
       // bring its neighbour along, so a page next to an edge page counts
       // apart from one far from any edge.
-      const bool next_to_edge = (p > 0 && l.edge_page[p - 1]) || (p + 1 < l.edge_page.size() && l.edge_page[p + 1]);
+      const bool next_to_edge =
+          (p > 0 && l.edge_page[p - 1]) || (p + 1 < l.edge_page.size() && l.edge_page[p + 1]);
       (next_to_edge ? neighbour_cached : other_cached) += cs.nr_cache;
       others += std::to_string(p) + " ";
     }
   }
-  std::printf("MEASURE residency write_misaligned export=%s records=%zu edge_pages=%llu edge_cached=%llu "
-              "neighbour_cached=%llu other_cached=%llu total_cached_bytes=%llu moved=%llu\n",
-              e.name, l.records.size(), static_cast<unsigned long long>(edges),
-              static_cast<unsigned long long>(edge_cached), static_cast<unsigned long long>(neighbour_cached),
-              static_cast<unsigned long long>(other_cached),
-              static_cast<unsigned long long>(r.cached_bytes), static_cast<unsigned long long>(moved));
+  std::printf(
+      "MEASURE residency write_misaligned export=%s records=%zu edge_pages=%llu edge_cached=%llu "
+      "neighbour_cached=%llu other_cached=%llu total_cached_bytes=%llu moved=%llu\n",
+      e.name, l.records.size(), static_cast<unsigned long long>(edges),
+      static_cast<unsigned long long>(edge_cached), static_cast<unsigned long long>(neighbour_cached),
+      static_cast<unsigned long long>(other_cached), static_cast<unsigned long long>(r.cached_bytes),
+      static_cast<unsigned long long>(moved));
   if (e.cached_edges) {
     // Direct_Misaligned_Dontcache = false: the edges are plain cached
     // writes, so some of them stay; nothing away from the edges does.
     // (Most do not stay: the next WRITE's direct middle starts in the same
     // page and O_DIRECT invalidates the page cache over its range.)
     EXPECT_GT(edge_cached, 0u) << "cached edges expected to leave edge pages resident";
-    EXPECT_EQ(other_cached, 0u) << "pages far from any edge are resident: " << others
-                                << "; cached: " << cached_runs(path, l.records.back().first + l.records.back().second);
+    EXPECT_EQ(other_cached, 0u) << "pages far from any edge are resident: " << others << "; cached: "
+                                << cached_runs(path, l.records.back().first + l.records.back().second);
   } else {
     check(e, "write_misaligned", r.cached_bytes, moved);
   }
@@ -531,9 +555,12 @@ class stability : public ::testing::TestWithParam<export_def> {};
 
 const char* name_of(stable_how h) {
   switch (h) {
-    case stable_how::unstable: return "UNSTABLE";
-    case stable_how::data_sync: return "DATA_SYNC";
-    case stable_how::file_sync: return "FILE_SYNC";
+    case stable_how::unstable:
+      return "UNSTABLE";
+    case stable_how::data_sync:
+      return "DATA_SYNC";
+    case stable_how::file_sync:
+      return "FILE_SYNC";
   }
   return "?";
 }
@@ -569,12 +596,12 @@ TEST_P(stability, reply_and_sync_count_per_mode) {
   const auto fsyncs = delta(s0, s1, e.id, "syncs_fsync");
   const auto fdatasyncs = delta(s0, s1, e.id, "syncs_fdatasync");
   const auto raised = delta(s0, s1, e.id, "writes_raised_stable");
-  std::printf("MEASURE stability export=%s write=%s request=UNSTABLE answered=%s writes=%llu fsync=%llu "
-              "fdatasync=%llu raised=%llu\n",
-              e.name, e.write_mode, name_of(answered),
-              static_cast<unsigned long long>(delta(s0, s1, e.id, "writes")),
-              static_cast<unsigned long long>(fsyncs), static_cast<unsigned long long>(fdatasyncs),
-              static_cast<unsigned long long>(raised));
+  std::printf(
+      "MEASURE stability export=%s write=%s request=UNSTABLE answered=%s writes=%llu fsync=%llu "
+      "fdatasync=%llu raised=%llu\n",
+      e.name, e.write_mode, name_of(answered), static_cast<unsigned long long>(delta(s0, s1, e.id, "writes")),
+      static_cast<unsigned long long>(fsyncs), static_cast<unsigned long long>(fdatasyncs),
+      static_cast<unsigned long long>(raised));
   EXPECT_EQ(delta(s0, s1, e.id, "writes"), static_cast<std::uint64_t>(k_writes));
   if (is(e.write_mode, "direct_data_sync")) {
     EXPECT_EQ(answered, stable_how::file_sync);
@@ -598,8 +625,8 @@ TEST_P(stability, reply_and_sync_count_per_mode) {
     s0 = reset_stats();
     run(how, 16 * k_mib * (how == stable_how::file_sync ? 1 : 2), answered);
     s1 = stats_now();
-    std::printf("MEASURE stability export=%s write=%s request=%s answered=%s fsync=%llu fdatasync=%llu\n", e.name,
-                e.write_mode, name_of(how), name_of(answered),
+    std::printf("MEASURE stability export=%s write=%s request=%s answered=%s fsync=%llu fdatasync=%llu\n",
+                e.name, e.write_mode, name_of(how), name_of(answered),
                 static_cast<unsigned long long>(delta(s0, s1, e.id, "syncs_fsync")),
                 static_cast<unsigned long long>(delta(s0, s1, e.id, "syncs_fdatasync")));
     EXPECT_EQ(answered, stable_how::file_sync) << "request " << name_of(how);
@@ -683,13 +710,14 @@ TEST_P(fallback, tmpfs_serves_correct_data_and_counts_the_fallback) {
   const auto r_noalign = delta(s0, s1, e.id, "read_not_direct_no_alignment");
   const int dontcache_lines = count_log_lines(e.id, "RWF_DONTCACHE not supported");
   const int noalign_lines = count_log_lines(e.id, "no direct-I/O alignment");
-  std::printf("MEASURE fallback export=%s fallback_no_dontcache=%llu write_no_alignment=%llu "
-              "read_no_alignment=%llu write_direct=%llu read_direct=%llu log_no_dontcache=%d log_no_alignment=%d\n",
-              e.name, static_cast<unsigned long long>(no_dontcache), static_cast<unsigned long long>(w_noalign),
-              static_cast<unsigned long long>(r_noalign),
-              static_cast<unsigned long long>(delta(s0, s1, e.id, "write_direct") +
-                                              delta(s0, s1, e.id, "write_split")),
-              static_cast<unsigned long long>(delta(s0, s1, e.id, "read_direct")), dontcache_lines, noalign_lines);
+  std::printf(
+      "MEASURE fallback export=%s fallback_no_dontcache=%llu write_no_alignment=%llu "
+      "read_no_alignment=%llu write_direct=%llu read_direct=%llu log_no_dontcache=%d log_no_alignment=%d\n",
+      e.name, static_cast<unsigned long long>(no_dontcache), static_cast<unsigned long long>(w_noalign),
+      static_cast<unsigned long long>(r_noalign),
+      static_cast<unsigned long long>(delta(s0, s1, e.id, "write_direct") +
+                                      delta(s0, s1, e.id, "write_split")),
+      static_cast<unsigned long long>(delta(s0, s1, e.id, "read_direct")), dontcache_lines, noalign_lines);
 
   const bool uses_dontcache = is(e.write_mode, "dontcache") || write_direct_family(e);
   if (uses_dontcache) {

@@ -31,7 +31,7 @@ namespace dcache::e2e::modes {
 namespace {
 
 constexpr std::uint64_t k_mib = 1024 * 1024;
-constexpr std::uint64_t k_start = 3096;        // misaligned: every WRITE is split
+constexpr std::uint64_t k_start = 3096;                   // misaligned: every WRITE is split
 constexpr std::uint64_t k_free = 5 * k_mib + 300 * 1024;  // room for ~5.3 WRITEs
 constexpr int k_max_writes = 12;
 
@@ -43,12 +43,13 @@ struct reply {
 
 std::string show(const std::vector<reply>& v) {
   std::string s;
-  for (const auto& r : v) s += (r.status ? "NFSERR(" + std::to_string(r.status) + ")" : "OK " + std::to_string(r.count)) + "; ";
+  for (const auto& r : v)
+    s += (r.status ? "NFSERR(" + std::to_string(r.status) + ")" : "OK " + std::to_string(r.count)) + "; ";
   return s;
 }
 
 std::uint64_t free_bytes(const std::string& dir) {
-  struct statvfs st{};
+  struct statvfs st {};
   if (statvfs(dir.c_str(), &st) != 0) return 0;
   return static_cast<std::uint64_t>(st.f_bavail) * st.f_frsize;
 }

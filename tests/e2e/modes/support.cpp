@@ -56,10 +56,11 @@ int ganesha_dbus(const char* method_and_args, std::string& text, std::string& wh
     why = "DBUS_SYSTEM_BUS_ADDRESS is not set (run under with_server.sh)";
     return -EINVAL;
   }
-  const std::string cmd = std::string(
-                              "dbus-send --system --print-reply --reply-timeout=10000 --dest=org.ganesha.nfsd "
-                              "/org/ganesha/nfsd/ExportMgr org.ganesha.nfsd.exportstats.") +
-                          method_and_args + " 2>&1";
+  const std::string cmd =
+      std::string(
+          "dbus-send --system --print-reply --reply-timeout=10000 --dest=org.ganesha.nfsd "
+          "/org/ganesha/nfsd/ExportMgr org.ganesha.nfsd.exportstats.") +
+      method_and_args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) {
     why = std::string("popen(dbus-send): ") + std::strerror(errno);

@@ -132,7 +132,8 @@ class v3_stream final : public nfs_stream {
     }
     return static_cast<long long>(done);
   }
-  long long write_pieces(const std::vector<std::uint64_t>& cuts, const std::uint8_t* p, bool stable) override {
+  long long write_pieces(const std::vector<std::uint64_t>& cuts, const std::uint8_t* p,
+                         bool stable) override {
     struct piece {
       std::uint64_t want;
       int status = 1;  // 1: in flight
@@ -163,7 +164,9 @@ class v3_stream final : public nfs_stream {
       return false;
     };
     while (busy()) {
-      struct pollfd pfd{nfs_get_fd(_nfs), static_cast<short>(nfs_which_events(_nfs)), 0};
+      struct pollfd pfd {
+        nfs_get_fd(_nfs), static_cast<short>(nfs_which_events(_nfs)), 0
+      };
       if (poll(&pfd, 1, 1000) < 0 && errno != EINTR) return fail(-errno);
       if (nfs_service(_nfs, pfd.revents) < 0) return fail(-EIO);
     }
@@ -185,7 +188,9 @@ class v3_stream final : public nfs_stream {
     }
     return static_cast<long long>(done);
   }
-  int truncate(std::uint64_t size) override { return static_cast<int>(check(nfs_ftruncate(_nfs, _unstable, size))); }
+  int truncate(std::uint64_t size) override {
+    return static_cast<int>(check(nfs_ftruncate(_nfs, _unstable, size)));
+  }
   int commit() override { return static_cast<int>(check(nfs_fsync(_nfs, _unstable))); }
 
  private:
@@ -205,7 +210,8 @@ class v41_stream final : public nfs_stream {
     auto [st, dir] = _c.lookup_path(o.export_path);
     if (st != v41::NFS4_OK) throw std::runtime_error("lookup " + o.export_path + ": " + v41::status_name(st));
     v41::open_result r = _c.open(dir, file, create);
-    if (r.status != v41::NFS4_OK) throw std::runtime_error("OPEN " + file + ": " + v41::status_name(r.status));
+    if (r.status != v41::NFS4_OK)
+      throw std::runtime_error("OPEN " + file + ": " + v41::status_name(r.status));
     _fh = r.fh;
     _sid = r.stateid;
   }
@@ -216,8 +222,8 @@ class v41_stream final : public nfs_stream {
     }
   }
   long long write(std::uint64_t off, const std::uint8_t* p, std::size_t n, bool stable) override {
-    const v41::write_result r = _c.write_all(_fh, _sid, off, {p, n},
-                                             stable ? v41::stable_how::file_sync : v41::stable_how::unstable);
+    const v41::write_result r =
+        _c.write_all(_fh, _sid, off, {p, n}, stable ? v41::stable_how::file_sync : v41::stable_how::unstable);
     if (r.status != v41::NFS4_OK) return fail("WRITE", r.status);
     if (stable && r.committed != v41::stable_how::file_sync) {
       _what = "WRITE FILE_SYNC answered with a weaker stability";
@@ -262,9 +268,9 @@ std::unique_ptr<nfs_stream> connect(const options& o, const std::string& file, b
 struct file_model {
   std::string name;
   std::shared_mutex gate;
-  std::vector<std::uint8_t> bytes;          // max_file bytes, 0 beyond size
-  std::atomic<std::uint64_t> size{0};       // lower bound of the file size
-  std::uint64_t chunk = 0;                  // 0: one stream owns everything
+  std::vector<std::uint8_t> bytes;     // max_file bytes, 0 beyond size
+  std::atomic<std::uint64_t> size{0};  // lower bound of the file size
+  std::uint64_t chunk = 0;             // 0: one stream owns everything
   unsigned streams = 1;
 };
 
@@ -277,7 +283,7 @@ struct stream_state {
   unsigned index;
   std::mt19937_64 rng;
   std::deque<std::string> history;  // the last operations, for a failure report
-  unsigned appends_left = 0;         // WRITEs left in the current burst of appends
+  unsigned appends_left = 0;        // WRITEs left in the current burst of appends
   std::uint64_t ops_done = 0;
   std::vector<std::uint8_t> buf;
 
@@ -336,10 +342,12 @@ void write_at(stream_state& s, nfs_stream& n, std::uint64_t off, std::uint64_t l
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   cuts.push_back(off + len);
   std::shared_lock lock(s.m.gate);
-  const long long rc = cuts.size() > 2 ? n.write_pieces(cuts, s.buf.data(), stable) : n.write(off, s.buf.data(), len, stable);
+  const long long rc =
+      cuts.size() > 2 ? n.write_pieces(cuts, s.buf.data(), stable) : n.write(off, s.buf.data(), len, stable);
   if (rc != (cuts.size() > 2 ? 0 : static_cast<long long>(len)))
-    fail(s, "WRITE " + std::to_string(off) + "+" + std::to_string(len) + " (" + std::to_string(cuts.size() - 1) +
-                " piece(s)) returned " + std::to_string(rc) + ": " + n.what());
+    fail(s, "WRITE " + std::to_string(off) + "+" + std::to_string(len) + " (" +
+                std::to_string(cuts.size() - 1) + " piece(s)) returned " + std::to_string(rc) + ": " +
+                n.what());
   std::memcpy(s.m.bytes.data() + off, s.buf.data(), len);
   std::uint64_t cur = s.m.size.load();
   while (cur < off + len && !s.m.size.compare_exchange_weak(cur, off + len)) {
@@ -355,7 +363,8 @@ void do_write(stream_state& s, nfs_stream& n) {
     --s.appends_left;
     const std::uint64_t size = s.m.size.load();
     off = std::min<std::uint64_t>(size + (s.uniform(0, 3) ? 0 : s.uniform(1, 3 * 4096)), s.o.max_file - 1);
-    len = std::min<std::uint64_t>(1 + s.uniform(0, std::min<std::uint64_t>(s.o.max_len, 65536) - 1), s.o.max_file - off);
+    len = std::min<std::uint64_t>(1 + s.uniform(0, std::min<std::uint64_t>(s.o.max_len, 65536) - 1),
+                                  s.o.max_file - off);
   }
   write_at(s, n, off, len, s.uniform(0, 3) == 0);
 }
@@ -376,8 +385,9 @@ void read_at(stream_state& s, nfs_stream& n, std::uint64_t off, std::uint64_t le
   for (std::uint64_t i = 0; i < got; ++i) {
     if (s.buf[i] != s.m.bytes[off + i]) {
       char why[200];
-      std::snprintf(why, sizeof(why), "READ %" PRIu64 "+%" PRIu64 ": byte at %" PRIu64 " is 0x%02x, expected 0x%02x",
-                    off, len, off + i, s.buf[i], s.m.bytes[off + i]);
+      std::snprintf(why, sizeof(why),
+                    "READ %" PRIu64 "+%" PRIu64 ": byte at %" PRIu64 " is 0x%02x, expected 0x%02x", off, len,
+                    off + i, s.buf[i], s.m.bytes[off + i]);
       fail(s, why);
     }
   }
@@ -398,7 +408,9 @@ void truncate_to(stream_state& s, nfs_stream& n, std::uint64_t size) {
   s.m.size.store(size);
 }
 
-void do_truncate(stream_state& s, nfs_stream& n) { truncate_to(s, n, s.uniform(0, s.o.max_file)); }
+void do_truncate(stream_state& s, nfs_stream& n) {
+  truncate_to(s, n, s.uniform(0, s.o.max_file));
+}
 
 void do_commit(stream_state& s, nfs_stream& n) {
   s.note("COMMIT");
@@ -431,13 +443,21 @@ void run_scenario_round(stream_state& s, nfs_stream& n) {
     pos += pages;
   }
   switch (s.uniform(0, 4)) {
-    case 0: write_at(s, n, pos * page, s.uniform(1, 3000), false); break;
-    case 1: truncate_to(s, n, std::min(s.o.max_file, (pos + 8) * page)); break;
+    case 0:
+      write_at(s, n, pos * page, s.uniform(1, 3000), false);
+      break;
+    case 1:
+      truncate_to(s, n, std::min(s.o.max_file, (pos + 8) * page));
+      break;
     case 2:
       if ((pos + 7) * page <= s.o.max_file) write_at(s, n, (pos + 6) * page, page, false);
       break;
-    case 3: do_commit(s, n); break;
-    case 4: write_at(s, n, pos * page, s.uniform(1, 3000), true); break;
+    case 3:
+      do_commit(s, n);
+      break;
+    case 4:
+      write_at(s, n, pos * page, s.uniform(1, 3000), true);
+      break;
   }
   read_at(s, n, 0, std::min(s.o.max_file, s.m.size.load() + page));
 }
@@ -456,9 +476,12 @@ void run_stream(const options& o, file_model& m, unsigned index, std::uint64_t s
       // truncates by the file's first stream only (they stop the others)
       if (r < o.pct_truncate) {
         if (index == 0) do_truncate(s, *n);
-      } else if (r < o.pct_truncate + o.pct_commit) do_commit(s, *n);
-      else if (r < o.pct_truncate + o.pct_commit + o.pct_read) do_read(s, *n);
-      else do_write(s, *n);
+      } else if (r < o.pct_truncate + o.pct_commit)
+        do_commit(s, *n);
+      else if (r < o.pct_truncate + o.pct_commit + o.pct_read)
+        do_read(s, *n);
+      else
+        do_write(s, *n);
       g_ops.fetch_add(1, std::memory_order_relaxed);
     }
   } catch (const std::exception& e) {
@@ -468,9 +491,11 @@ void run_stream(const options& o, file_model& m, unsigned index, std::uint64_t s
 }
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "dcache-fsx: %s\nusage: dcache-fsx --export /PSEUDO [--server HOST] [--proto 3|4.1] "
-                       "[--files N] [--streams K] [--ops N] [--seed S] [--max-file B] [--max-len B] [--mix T,C,R] [--depth D] [--scenario appends] [--name P] [--quiet]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "dcache-fsx: %s\nusage: dcache-fsx --export /PSEUDO [--server HOST] [--proto 3|4.1] "
+      "[--files N] [--streams K] [--ops N] [--seed S] [--max-file B] [--max-len B] [--mix T,C,R] [--depth D] [--scenario appends] [--name P] [--quiet]\n",
+      why);
   std::exit(2);
 }
 
@@ -478,7 +503,8 @@ std::uint64_t number(const char* flag, const char* v) {
   char* end = nullptr;
   errno = 0;
   const unsigned long long n = std::strtoull(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || *v == '-') usage((std::string(flag) + ": not a number: " + v).c_str());
+  if (errno != 0 || end == v || *end != '\0' || *v == '-')
+    usage((std::string(flag) + ": not a number: " + v).c_str());
   return n;
 }
 
@@ -492,16 +518,26 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage((a + " needs a value").c_str());
       return argv[++i];
     };
-    if (a == "--server") o.server = val();
-    else if (a == "--export") o.export_path = val();
-    else if (a == "--proto") o.proto = val();
-    else if (a == "--name") o.name = val();
-    else if (a == "--files") o.files = static_cast<unsigned>(number("--files", val()));
-    else if (a == "--streams") o.streams = static_cast<unsigned>(number("--streams", val()));
-    else if (a == "--ops") o.ops = number("--ops", val());
-    else if (a == "--seed") o.seed = number("--seed", val());
-    else if (a == "--max-file") o.max_file = number("--max-file", val());
-    else if (a == "--max-len") o.max_len = number("--max-len", val());
+    if (a == "--server")
+      o.server = val();
+    else if (a == "--export")
+      o.export_path = val();
+    else if (a == "--proto")
+      o.proto = val();
+    else if (a == "--name")
+      o.name = val();
+    else if (a == "--files")
+      o.files = static_cast<unsigned>(number("--files", val()));
+    else if (a == "--streams")
+      o.streams = static_cast<unsigned>(number("--streams", val()));
+    else if (a == "--ops")
+      o.ops = number("--ops", val());
+    else if (a == "--seed")
+      o.seed = number("--seed", val());
+    else if (a == "--max-file")
+      o.max_file = number("--max-file", val());
+    else if (a == "--max-len")
+      o.max_len = number("--max-len", val());
     else if (a == "--mix") {
       // TRUNCATE,COMMIT,READ percentages; WRITE gets the rest
       unsigned t = 0, c = 0, r = 0;
@@ -510,14 +546,15 @@ int main(int argc, char** argv) {
       o.pct_truncate = t;
       o.pct_commit = c;
       o.pct_read = r;
-    }
-    else if (a == "--depth") o.depth = static_cast<unsigned>(number("--depth", val()));
+    } else if (a == "--depth")
+      o.depth = static_cast<unsigned>(number("--depth", val()));
     else if (a == "--scenario") {
       if (std::string(val()) != "appends") usage("--scenario: the one scenario is 'appends'");
       o.scenario = true;
-    }
-    else if (a == "--quiet") o.quiet = true;
-    else usage(("unknown argument " + a).c_str());
+    } else if (a == "--quiet")
+      o.quiet = true;
+    else
+      usage(("unknown argument " + a).c_str());
   }
   if (o.export_path.empty()) usage("--export is required");
   if (o.proto != "3" && o.proto != "4.1") usage("--proto must be 3 or 4.1");
@@ -542,7 +579,8 @@ int main(int argc, char** argv) {
       auto creator = connect(o, m->name, true);  // creates it empty
       if (creator->truncate(0) != 0) throw std::runtime_error("truncate: " + creator->what());
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "dcache-fsx: cannot create %s on %s: %s\n", m->name.c_str(), o.export_path.c_str(), e.what());
+      std::fprintf(stderr, "dcache-fsx: cannot create %s on %s: %s\n", m->name.c_str(), o.export_path.c_str(),
+                   e.what());
       return 1;
     }
     models.push_back(std::move(m));
@@ -550,12 +588,14 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (auto& m : models)
-    for (unsigned k = 0; k < o.streams; ++k) threads.emplace_back(run_stream, std::cref(o), std::ref(*m), k, root());
+    for (unsigned k = 0; k < o.streams; ++k)
+      threads.emplace_back(run_stream, std::cref(o), std::ref(*m), k, root());
   for (auto& t : threads) t.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (g_failed.load()) return 1;
   if (!o.quiet)
-    std::printf("dcache-fsx: %s over NFSv%s: %u file(s) x %u stream(s), %" PRIu64 " operations in %.1f s, all READs matched\n",
+    std::printf("dcache-fsx: %s over NFSv%s: %u file(s) x %u stream(s), %" PRIu64
+                " operations in %.1f s, all READs matched\n",
                 o.export_path.c_str(), o.proto.c_str(), o.files, o.streams, g_ops.load(), secs);
   return 0;
 }
