@@ -29,23 +29,18 @@
  * load_config_from_node tests the type at +0x30 against TYPE_BLOCK = 2).
  */
 _Static_assert(sizeof(struct config_node) == 88, "config_node size");
-_Static_assert(offsetof(struct config_node, filename) == 32,
-	       "config_node.filename");
-_Static_assert(offsetof(struct config_node, linenumber) == 40,
-	       "config_node.linenumber");
-_Static_assert(offsetof(struct config_node, type) == 48, "config_node.type");
-_Static_assert(offsetof(struct config_node, u.term.type) == 56,
-	       "config_node.u.term.type");
-_Static_assert(offsetof(struct config_node, u.term.op_code) == 64,
-	       "config_node.u.term.op_code");
-_Static_assert(offsetof(struct config_node, u.term.varvalue) == 72,
-	       "config_node.u.term.varvalue");
-_Static_assert(offsetof(struct config_node, u.nterm.name) == 56,
-	       "config_node.u.nterm.name");
-_Static_assert(offsetof(struct config_node, u.nterm.parent) == 64,
-	       "config_node.u.nterm.parent");
-_Static_assert(offsetof(struct config_node, u.nterm.sub_nodes) == 72,
-	       "config_node.u.nterm.sub_nodes");
+#define DCACHE_CONFIG_NODE_AT(member, offset)                            \
+	_Static_assert(offsetof(struct config_node, member) == (offset), \
+		       "config_node." #member)
+DCACHE_CONFIG_NODE_AT(filename, 32);
+DCACHE_CONFIG_NODE_AT(linenumber, 40);
+DCACHE_CONFIG_NODE_AT(type, 48);
+DCACHE_CONFIG_NODE_AT(u.term.type, 56);
+DCACHE_CONFIG_NODE_AT(u.term.op_code, 64);
+DCACHE_CONFIG_NODE_AT(u.term.varvalue, 72);
+DCACHE_CONFIG_NODE_AT(u.nterm.name, 56);
+DCACHE_CONFIG_NODE_AT(u.nterm.parent, 64);
+DCACHE_CONFIG_NODE_AT(u.nterm.sub_nodes, 72);
 _Static_assert(TYPE_ROOT == 1 && TYPE_BLOCK == 2 && TYPE_STMT == 3 &&
 		       TYPE_TERM == 4,
 	       "node types");
