@@ -5,6 +5,8 @@
 // Thread-safety: pure functions; an aligned_buffer belongs to one request.
 #pragma once
 
+#include "page.h"
+
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -16,7 +18,8 @@
 
 namespace dcache::core {
 
-// posix_memalign'd scratch memory, freed on scope exit.
+// posix_memalign'd scratch memory (aligned to at least a page), freed on
+// scope exit.
 class aligned_buffer {
 public:
 	aligned_buffer() = default;
@@ -26,7 +29,7 @@ public:
 
 	[[nodiscard]] bool allocate(std::size_t align, std::size_t len) noexcept
 	{
-		align = std::max<std::size_t>(align, 4096);
+		align = std::max<std::size_t>(align, k_page_size);
 		return posix_memalign(&_p, align, std::max<std::size_t>(len, 1)) == 0;
 	}
 	[[nodiscard]] std::uint8_t *data() const noexcept { return static_cast<std::uint8_t *>(_p); }
