@@ -5,7 +5,7 @@
 #
 #   tools/bench-report.sh [--quick] [--out DIR] [--size BYTES] [--runtime SEC]
 #                         [--repeats N] [--variants a,b,...] [--workloads a,b,...]
-#                         [--memcg-limit BYTES]
+#                         [--memcg-limit BYTES] [--perf]
 #
 # Workloads (each repeated, medians reported):
 #   mix        the reference job: 60/40 read/write, 1 MiB, 16 jobs, iodepth 16,
@@ -28,11 +28,15 @@
 #              /sys/fs/cgroup/memory is absent)
 # Variants: vfs (plain VFS FSAL, the baseline) and one DCACHE export per
 # mode; buffered_sync, dontcache_sync and direct_sync are buffered,
-# dontcache and direct with IO_Backend = sync (the others use io_uring).
+# dontcache and direct with IO_Backend = sync (the others use io_uring);
+# direct_async is direct with IO_Blocking_Max = 0 (every device-bound step
+# through io_uring, none blocking a worker thread).
 # dcache-bench also samples ganesha.nfsd's threads every 50 ms: threads in
 # state D, and svc_* workers blocked in a file I/O syscall.
 # Between runs the test files' page cache is written back and dropped with
 # POSIX_FADV_DONTNEED (never a global drop_caches).
+# --perf: `perf record -g` of ganesha.nfsd during every measured run, into
+# runs/WORKLOAD.VARIANT.REPEAT.perf.data (read with `perf report -i`).
 #
 # Output in DIR (default build/bench-report-<date>): runs/*.json (one per
 # run), results.json, table.md, chart.png. Needs root (loop device,
@@ -45,13 +49,13 @@ die() { echo "$prog: $*" >&2; exit 2; }
 
 # *_sync: the same export with IO_Backend = sync (the others run on the
 # default io_uring backend), placed beside their io_uring twin
-all_variants=(vfs buffered buffered_sync dontcache dontcache_sync fadvise direct direct_sync direct_untracked
+all_variants=(vfs buffered buffered_sync dontcache dontcache_sync fadvise direct direct_sync direct_async direct_untracked
               direct_untracked_sync direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
 all_workloads=(mix randread randwrite reread interleave interleave_commit_end interleave_commit_every
                interleave_slow mempressure)
 
 orig_args=("$@")
-quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" inner=0
+quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" perf=0 inner=0
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1; shift ;;
@@ -62,8 +66,9 @@ while [ $# -gt 0 ]; do
     --variants) variants=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --memcg-limit) memcg_limit=$2; shift 2 ;;
+    --perf) perf=1; shift ;;
     --inner) inner=1; shift ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -109,6 +114,7 @@ if [ "$inner" = 0 ]; then
       buffered_sync|dontcache_sync) m=${v%_sync}; fsal="FSAL { Name = DCACHE; IO_Cache_Read = $m; IO_Cache_Write = $m; IO_Backend = sync; FSAL { Name = VFS; } }" ;;
       direct_sync) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Memory = bounce; IO_Backend = sync; FSAL { Name = VFS; } }' ;;
       direct) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Memory = bounce; FSAL { Name = VFS; } }' ;;
+      direct_async) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; IO_Blocking_Max = 0; FSAL { Name = VFS; } }' ;;
       direct_mem_buffered) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Memory = buffered; FSAL { Name = VFS; } }' ;;
       # the boundary-page comparison: tracker off (DONTCACHE edges), and
       # plain cached edges (Direct_Misaligned_Dontcache = false)
@@ -143,9 +149,12 @@ EOT
   export DCACHE_PLUGIN=$plugin DCACHE_E2E_IMAGE_SIZE=$image DCACHE_E2E_LOG_LEVEL=${DCACHE_E2E_LOG_LEVEL:-EVENT}
   start=$SECONDS
   rc=0
+  perf_arg=()
+  [ "$perf" = 0 ] || perf_arg=(--perf)
   "$top/tests/e2e/with_server.sh" --exports "$exports" -- \
     "$0" --inner --out "$out" --size "$size" --runtime "$runtime" --repeats "$repeats" \
-         --variants "$variants" --workloads "$workloads" ${memcg_limit:+--memcg-limit "$memcg_limit"} || rc=$?
+         --variants "$variants" --workloads "$workloads" ${memcg_limit:+--memcg-limit "$memcg_limit"} \
+         "${perf_arg[@]}" || rc=$?
   echo "elapsed: $((SECONDS - start)) s" >>"$out/machine.txt"
   python3 "$top/tools/bench_report.py" "$out" || rc=${rc:-1}
   echo "$prog: results in $out (table.md, results.json, chart.png)" >&2
@@ -207,11 +216,16 @@ run() {  # workload variant repeat [extra dcache-bench args...]
   local w=$1 v=$2 r=$3; shift 3
   local dir=$DCACHE_MNT/$v base=$out/runs/$w.$v.$r
   fsal_stats_reset "$base.stats0"
-  local rc=0
+  local rc=0 perf_pid=""
+  if [ "$perf" = 1 ]; then
+    perf record -q -g -F 999 -p "$DCACHE_PID" -o "$base.perf.data" 2>"$base.perf.err" &
+    perf_pid=$!
+  fi
   # bounded: a stalled server must fail this run, not hang the report
   timeout --kill-after=10 "$run_timeout" "$bench" url="nfs://$DCACHE_SERVER/$v" --label "$w/$v/$r" --sample-dir "$dir" \
     --server-pid "$DCACHE_PID" --json "$base.json" --no-progress "$@" 2>"$base.err" || rc=$?
   fsal_stats "$base.stats1"
+  if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
   if [ "$rc" != 0 ]; then
     log "FAILED: $w $v repeat $r (status $rc): $(tail -n 2 "$base.err" | tr '\n' ' ')"
     echo "$rc" >"$base.failed"

@@ -53,6 +53,9 @@ _Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.fd) == 0xd0,
 	       "vfs_fsal_obj_handle.u.file.fd offset");
 _Static_assert(offsetof(nfs_parameter_t, core_param.enable_FSALSTATS) == 0x113,
 	       "nfs_param.core_param.enable_FSALSTATS offset");
+_Static_assert(sizeof(uid_t) == sizeof(uint32_t) &&
+		       sizeof(gid_t) == sizeof(uint32_t),
+	       "dcache_creds carries uid_t/gid_t as uint32_t");
 
 /* ---- VFS's descriptor ----------------------------------------------------- */
 
@@ -208,12 +211,20 @@ static void start_io(struct fsal_obj_handle *obj, bool bypass,
 	if (FSAL_IS_ERROR(status))
 		goto refused;
 	{
+		/* The identity vfs_set_credentials gives the thread below. */
+		const struct dcache_creds creds = {
+			.uid = op_ctx->creds.caller_uid,
+			.gid = op_ctx->creds.caller_gid,
+			.ngroups = op_ctx->creds.caller_glen,
+			.groups = (const uint32_t *)op_ctx->creds.caller_garray,
+		};
 		struct dcache_io io = {
 			.fd = b.fd,
 			.offset = arg->offset,
 			.iov = arg->iov,
 			.iov_count = arg->iov_count,
 			.stable = write && arg->fsal_stable,
+			.creds = write ? &creds : NULL,
 		};
 
 		/* As VFS: the client's identity for quotas and suid clearing;

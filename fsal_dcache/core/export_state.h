@@ -71,6 +71,9 @@ struct dcache_export {
 	dcache::core::mutex inflight_mutex;
 	std::condition_variable_any inflight_cv;
 	std::size_t inflight DCACHE_GUARDED_BY(inflight_mutex) = 0;
+	// Steps running as blocking syscalls in callers' threads now, within
+	// IO_Blocking_Max (request_op::take_blocking_slot).
+	std::atomic<std::uint32_t> blocking{0};
 	// File handles known to lie inside the export (see known_handles.h).
 	dcache::core::known_handles known{dcache::core::k_known_handles};
 	// The settings in force: every field as last given (IO_Backend and

@@ -302,6 +302,11 @@ bool read_tries_cache_first(const dcache_settings &s, const step &st) noexcept
 	       (s.io_cache_read == DCACHE_MODE_BUFFERED || s.io_cache_read == DCACHE_MODE_DONTCACHE);
 }
 
+bool write_step_in_caller(step_kind k) noexcept
+{
+	return k != step_kind::direct;
+}
+
 sync_kind write_sync(const dcache_settings &s, bool stable) noexcept
 {
 	if (stable || s.io_cache_write == DCACHE_MODE_DIRECT_FILE_SYNC)

@@ -143,6 +143,17 @@ struct step_flags {
 // asynchronous backend would otherwise hand it off.
 [[nodiscard]] bool read_tries_cache_first(const dcache_settings &s, const step &st) noexcept;
 
+// A cached piece of a WRITE (buffered, DONTCACHE, a tracked edge) and its
+// write-back run in the calling thread as plain syscalls while the request
+// is still on it, even with an asynchronous backend: the kernel writes
+// cached data without waiting for the device (unless dirty throttling, which
+// would block an io-wq worker the same way), and XFS refuses RWF_NOWAIT
+// buffered writes (EAGAIN), so io_uring would hand each one to an io-wq
+// worker, at the cost of a thread hand-off and a completion (measured in
+// docs/benchmarks.md).  Direct steps and syncs, which wait for the device,
+// go asynchronous.
+[[nodiscard]] bool write_step_in_caller(step_kind k) noexcept;
+
 // The sync a WRITE needs, once, after all its steps: fsync when the client
 // asked stable (Ganesha 4.3 can only reply FILE_SYNC) or the mode is
 // direct_file_sync; fdatasync for direct_data_sync (it persists the data

@@ -11,8 +11,8 @@
 namespace dcache::core {
 
 request_op::request_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done, void *done_ctx)
-	: _iovs(in.iov, in.iov + in.iov_count), _io{in.fd, in.offset, _iovs.data(), in.iov_count, in.stable}, _e(e),
-	  _f(f), _s(e.settings.current()), _caller_fd(in.fd), _done(done), _done_ctx(done_ctx),
+	: _iovs(in.iov, in.iov + in.iov_count), _io{in.fd, in.offset, _iovs.data(), in.iov_count, in.stable, in.creds},
+	  _e(e), _f(f), _s(e.settings.current()), _caller_fd(in.fd), _done(done), _done_ctx(done_ctx),
 	  _start(std::chrono::steady_clock::now())
 {
 	_total = iov_total(_io.iov, _io.iov_count);
@@ -31,8 +31,6 @@ void request_op::prepare(bool caller_waits)
 		else
 			_mode = issue_mode::execute; // only the caller's descriptor: use it now
 	}
-	if (carries_credentials() && !b.completes_inline())
-		capture_credentials();
 	plan();
 }
 
@@ -41,7 +39,14 @@ void request_op::prepare(bool caller_waits)
 // runs in this thread, as plain syscalls, which is correct.
 void request_op::capture_credentials()
 {
-	io::credentials_result r = backend().capture_credentials();
+	io::credentials_result r;
+	if (_io.creds != nullptr) {
+		const dcache_creds &c = *_io.creds;
+		r = backend().capture_credentials(io::identity{c.uid, c.gid, c.groups, c.ngroups});
+		_io.creds = nullptr; // the caller's, valid during the start call only
+	} else {
+		r = backend().capture_credentials();
+	}
 	if (r.error == 0) {
 		_creds = std::move(r.creds);
 		return;
@@ -52,6 +57,20 @@ void request_op::capture_credentials()
 		"dcache %s: cannot register the client's credentials with io_uring (%s): such WRITEs run synchronously in the calling thread",
 		_e.name, std::strerror(r.error));
 	_mode = issue_mode::execute_now;
+}
+
+void request_op::submit(io::request &req) noexcept
+{
+	if (carries_credentials() && !_creds_tried) {
+		_creds_tried = true;
+		capture_credentials();
+		req.personality = _creds.personality();
+	}
+	if (_mode == issue_mode::execute_now) {
+		complete(run_now(req));
+		return;
+	}
+	backend().submit(req, *this);
 }
 
 void request_op::fail(int err) noexcept
@@ -65,6 +84,33 @@ void request_op::fail(int err) noexcept
 io::result request_op::run_now(const io::request &req) noexcept
 {
 	return _mode == issue_mode::execute_now ? backend().execute_now(req) : backend().execute(req);
+}
+
+io::result request_op::run_here(const io::request &req) noexcept
+{
+	add(stat::steps_in_caller);
+	return backend().execute_now(req);
+}
+
+bool request_op::take_blocking_slot() noexcept
+{
+	const std::uint32_t max = _s.io_blocking_max;
+	if (max == 0 || backend().completes_inline())
+		return false;
+	std::uint32_t n = _e.blocking.load(std::memory_order_relaxed);
+	do {
+		if (n >= max)
+			return false;
+	} while (!_e.blocking.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+	return true;
+}
+
+io::result request_op::run_in_slot(const io::request &req) noexcept
+{
+	add(stat::steps_blocking_in_caller);
+	const io::result r = backend().execute_now(req);
+	_e.blocking.fetch_sub(1, std::memory_order_relaxed);
+	return r;
 }
 
 void request_op::rw_request(io::request &req, io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept
@@ -136,13 +182,15 @@ namespace {
 // Runs the chain from where it stands.  Returns true when the request is
 // finished (the caller retires it), false when a completion will arrive on
 // another thread, which then owns the op: the caller must not touch it.
+// caller: on the thread that started the request (its credentials are the
+// client's), where steps that should not be handed off run as syscalls.
 //
 // The hand-off: before each submit, handoff = 0.  The completion exchanges
 // in 1: if it saw 0, the submitter is still inside submit() and continues
 // the chain itself.  The submitter exchanges in 2 after submit(): if it saw
 // 1, the completion already ran inline; if 0, it is still to come and its
 // thread drives the rest.
-bool drive(request_op *op) noexcept
+bool drive(request_op *op, bool caller) noexcept
 {
 	try {
 		for (;;) {
@@ -151,6 +199,14 @@ bool drive(request_op *op) noexcept
 				return true;
 			if (op->blocking()) {
 				op->on_result(op->run_now(req));
+				continue;
+			}
+			if (caller && op->in_caller()) {
+				op->on_result(op->run_here(req));
+				continue;
+			}
+			if (caller && op->take_blocking_slot()) {
+				op->on_result(op->run_in_slot(req));
 				continue;
 			}
 			op->handoff.store(0, std::memory_order_relaxed);
@@ -195,7 +251,7 @@ void request_op::complete(io::result r) noexcept
 	} catch (...) {
 		fail(ENOMEM);
 	}
-	if (drive(this))
+	if (drive(this, false))
 		(void)retire(this, true);
 }
 
@@ -228,7 +284,7 @@ bool start_request(dcache_export *exp, dcache_file *file, const dcache_io *io, b
 		}
 		op->fail(EIO);
 	}
-	if (!drive(op))
+	if (!drive(op, true))
 		return false;
 	out = request_op::retire(op, false);
 	return true;

@@ -52,10 +52,24 @@ public:
 	// Ends the request with err: nothing more is issued.
 	void fail(int err) noexcept;
 
-	// Hands one step to the backend; complete() takes its answer.
-	void submit(const io::request &req) noexcept { backend().submit(req, *this); }
+	// Hands one step to the backend; complete() takes its answer.  The
+	// first submission of a request that carries credentials captures them
+	// (on the calling thread: nothing was handed off yet); if that fails
+	// the request runs in the calling thread from here on (blocking()).
+	void submit(io::request &req) noexcept;
+	// Whether the step next() just built runs in the calling thread while
+	// the request is still there (write_step_in_caller).
+	[[nodiscard]] virtual bool in_caller() const noexcept { return false; }
 	// Issues one step as the request's issue_mode says, blocking.
 	[[nodiscard]] io::result run_now(const io::request &req) noexcept;
+	// Issues one step as a plain syscall in the calling thread.
+	[[nodiscard]] io::result run_here(const io::request &req) noexcept;
+	// A step that would be submitted may instead block the calling thread
+	// while fewer than IO_Blocking_Max of the export's steps do
+	// (asynchronous backends only).  run_in_slot issues it and gives the
+	// slot back.
+	[[nodiscard]] bool take_blocking_slot() noexcept;
+	[[nodiscard]] io::result run_in_slot(const io::request &req) noexcept;
 	[[nodiscard]] bool blocking() const noexcept { return _mode != issue_mode::submit; }
 
 	// io::completion: the backend's answer to a submitted step.
@@ -105,6 +119,8 @@ protected:
 
 private:
 	void capture_credentials();
+
+	bool _creds_tried = false;
 
 	const dcache_io_done_fn _done;
 	void *const _done_ctx;

@@ -18,6 +18,7 @@ constexpr std::uint32_t k_max_boundary_pages = 1u << 20;
 constexpr std::uint32_t k_max_boundary_age_ms = 3600u * 1000u;
 // uring_backend::k_max_depth (not included here: settings stay pure).
 constexpr std::uint32_t k_max_queue_depth = 4096;
+constexpr std::uint32_t k_max_blocking = 1024;
 
 bool iequals(std::string_view a, std::string_view b) noexcept
 {
@@ -218,6 +219,12 @@ constexpr setting k_settings[] = {
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
 		 return show_bool(s.cached_read_fast_path, o, n);
 	 }},
+	{"IO_Blocking_Max", &dcache_settings_text::io_blocking_max,
+	 "an integer from 0 to 1024 (requests waiting in worker threads; 0: always io_uring)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_uint(t, 0, k_max_blocking, &s.io_blocking_max);
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.io_blocking_max, o, n); }},
 };
 
 // The table is the list of core.h, in its order, field for field.
@@ -271,6 +278,7 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.io_backend = DCACHE_IO_BACKEND_IO_URING;
 	s.io_queue_depth = 64;
 	s.cached_read_fast_path = true;
+	s.io_blocking_max = 32;
 	return s;
 }
 

@@ -28,6 +28,10 @@ public:
 
 	bool next(io::request &req) override;
 	void on_result(io::result r) override;
+	[[nodiscard]] bool in_caller() const noexcept override
+	{
+		return _in_caller && backend().cached_writes_in_caller();
+	}
 
 protected:
 	void plan() override;
@@ -66,6 +70,7 @@ private:
 	int _err = 0;
 	int _issued_rwf = 0;		      // of the step in flight
 	bool _drop_after = false;	      // DONTCACHE asked, plain issued
+	bool _in_caller = false;	      // of the request next() built
 	std::uint64_t _wb_lo = 0, _wb_hi = 0; // pages of the write-back
 	sync_kind _sync = sync_kind::none;
 };
@@ -141,13 +146,16 @@ bool write_op::next(io::request &req)
 		// the sync: the cached bytes just written go to the filesystem's
 		// write-back now.
 		_state = state::writing_back;
+		_in_caller = true;
 		req = io::request{
 			.op = io::op_kind::writeback, .fd = _io.fd, .offset = _wb_lo, .length = _wb_hi - _wb_lo};
 		return true;
 	case state::steps:
 		if (_idx < _steps.n) {
-			if (issue_step(req))
+			if (issue_step(req)) {
+				_in_caller = write_step_in_caller(_steps.items[_idx].kind);
 				return true;
+			}
 			return next(req); // it could not be issued: finishing
 		}
 		_state = state::finishing;
@@ -220,6 +228,7 @@ bool write_op::finish_steps(io::request &req)
 		return false;
 	}
 	_state = state::syncing;
+	_in_caller = false;
 	req = io::request{};
 	req.op = _sync == sync_kind::fsync ? io::op_kind::fsync : io::op_kind::fdatasync;
 	req.fd = _io.fd;

@@ -1154,6 +1154,60 @@ TEST(credentials, sync_and_fake_backends_need_none)
 	EXPECT_EQ(r.bytes, 4096u);
 }
 
+TEST(credentials, uring_registers_an_identity_once_and_reuses_it)
+{
+	std::string skip;
+	auto b = make_ring_or_skip(skip);
+	if (!b)
+		GTEST_SKIP() << skip;
+	const std::uint32_t groups[] = {10, 20};
+	const identity alice{1000, 1000, groups, 2};
+	credentials_result a1 = b->capture_credentials(alice);
+	if (a1.error == EINVAL)
+		GTEST_SKIP() << "IORING_REGISTER_PERSONALITY refused (EINVAL): kernel < 5.6";
+	ASSERT_EQ(a1.error, 0) << std::strerror(a1.error);
+	{
+		credentials_result a2 = b->capture_credentials(alice);
+		ASSERT_EQ(a2.error, 0);
+		EXPECT_EQ(a2.creds.personality(), a1.creds.personality()) << "same identity, same registration";
+		EXPECT_EQ(b->personalities_live(), 1u);
+	}
+	// Any difference (uid, gid, a group, the number of groups) is another
+	// identity.
+	const std::uint32_t other_groups[] = {10, 21};
+	for (const identity &who : {identity{1001, 1000, groups, 2}, identity{1000, 1001, groups, 2},
+				    identity{1000, 1000, other_groups, 2}, identity{1000, 1000, groups, 1}}) {
+		credentials_result o = b->capture_credentials(who);
+		ASSERT_EQ(o.error, 0);
+		EXPECT_NE(o.creds.personality(), a1.creds.personality());
+	}
+	EXPECT_EQ(b->personalities_live(), 5u) << "released identities stay registered for reuse";
+	const int id = a1.creds.personality();
+	a1.creds.reset();
+	credentials_result again = b->capture_credentials(alice);
+	EXPECT_EQ(again.creds.personality(), id) << "kept after its last user let go";
+	again.creds.reset();
+	// Beyond the cache's size the least recently used idle identity goes.
+	std::vector<std::uint32_t> uids(uring_backend::k_identity_cache * 2);
+	for (std::size_t i = 0; i < uids.size(); ++i) {
+		credentials_result r =
+			b->capture_credentials(identity{static_cast<std::uint32_t>(2000 + i), 1, nullptr, 0});
+		ASSERT_EQ(r.error, 0) << i;
+	}
+	EXPECT_EQ(b->personalities_live(), uring_backend::k_identity_cache);
+	// Identities all in use: one more is served, uncached, and given back.
+	std::vector<credentials> held;
+	for (std::size_t i = 0; i < uring_backend::k_identity_cache; ++i)
+		held.push_back(
+			b->capture_credentials(identity{static_cast<std::uint32_t>(5000 + i), 1, nullptr, 0}).creds);
+	{
+		credentials_result extra = b->capture_credentials(identity{9999, 1, nullptr, 0});
+		ASSERT_EQ(extra.error, 0);
+		EXPECT_EQ(b->personalities_live(), uring_backend::k_identity_cache + 1);
+	}
+	EXPECT_EQ(b->personalities_live(), uring_backend::k_identity_cache);
+}
+
 TEST(credentials, uring_registers_and_releases_personalities)
 {
 	std::string skip;

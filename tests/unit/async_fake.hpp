@@ -47,6 +47,9 @@ public:
 		_queue.push_back(std::move(q));
 	}
 	[[nodiscard]] bool completes_inline() const noexcept override { return false; }
+	[[nodiscard]] bool cached_writes_in_caller() const noexcept override { return _cached_in_caller; }
+	// As the io_uring backend: a WRITE's cached pieces in the caller.
+	void set_cached_writes_in_caller(bool on) noexcept { _cached_in_caller = on; }
 	[[nodiscard]] dcache::io::dio_caps probe_dio(int fd) noexcept override { return _inner.probe_dio(base(fd)); }
 	[[nodiscard]] dcache::io::open_result open_direct(int fd) noexcept override
 	{
@@ -128,6 +131,7 @@ private:
 	std::deque<queued> _queue;
 	std::atomic<int> _buffered_open{0};
 	std::atomic<int> _now_calls{0};
+	bool _cached_in_caller = false;
 };
 
 } // namespace dcache::test

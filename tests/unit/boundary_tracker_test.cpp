@@ -115,7 +115,7 @@ protected:
 		const struct iovec v {
 			const_cast<std::uint8_t *>(data.data()), data.size()
 		};
-		const dcache_io io{fd, off, &v, 1, false};
+		const dcache_io io{fd, off, &v, 1, false, nullptr};
 		return dcache_write(exp, f ? f : file, &io);
 	}
 	std::vector<fake_backend::call> calls_of(op_kind op) const
@@ -866,7 +866,7 @@ TEST(boundary_settings, gauges_survive_a_stats_reset)
 	const struct iovec v {
 		d.data(), d.size()
 	};
-	const dcache_io io{k_fd, 100, &v, 1, false};
+	const dcache_io io{k_fd, 100, &v, 1, false, nullptr};
 	ASSERT_EQ(dcache_write(e, f, &io).bytes, 200u);
 	dcache_stats_reset(e);
 	EXPECT_EQ(stat_of(e, "boundary_held"), 0u);

@@ -89,14 +89,30 @@ protected:
 		_bufs.emplace_back(raw, &std::free);
 		std::memcpy(raw + mem_shift, data.data(), data.size());
 		_iov = {raw + mem_shift, data.size()};
-		const dcache_io io{k_fd, off, &_iov, 1, stable};
+		const dcache_io io{k_fd, off, &_iov, 1, stable, nullptr};
 		return dcache_write_start(exp, file, &io, &done_probe::fn, &d, &inl);
 	}
 	bool read_start(std::uint64_t off, std::vector<std::uint8_t> &into, done_probe &d, dcache_io_result &inl)
 	{
 		_iov = {into.data(), into.size()};
-		const dcache_io io{k_fd, off, &_iov, 1, false};
+		const dcache_io io{k_fd, off, &_iov, 1, false, nullptr};
 		return dcache_read_start(exp, file, &io, &done_probe::fn, &d, &inl);
+	}
+	// A direct WRITE mode whose edges are plain DONTCACHE pieces (no
+	// boundary tracking): the simplest split chain.
+	void make_split_writes(dcache_mode write_mode)
+	{
+		dcache_settings s = dcache_settings_default();
+		s.io_cache_write = write_mode;
+		s.boundary_tracking = false;
+		make(s);
+	}
+	// The fake file holds data at off and ends there.
+	void expect_file_is(std::uint64_t off, const std::vector<std::uint8_t> &data)
+	{
+		const auto c = fb.contents(k_fd);
+		ASSERT_EQ(c.size(), off + data.size());
+		EXPECT_TRUE(std::equal(c.begin() + static_cast<std::ptrdiff_t>(off), c.end(), data.begin()));
 	}
 	std::size_t nowait_calls() const
 	{
@@ -125,7 +141,7 @@ TEST(engine_async_inline, synchronous_backend_completes_inline_without_done)
 	struct iovec v {
 		data.data(), data.size()
 	};
-	const dcache_io io{k_fd, 10, &v, 1, true};
+	const dcache_io io{k_fd, 10, &v, 1, true, nullptr};
 	done_probe d;
 	dcache_io_result r{};
 	ASSERT_TRUE(dcache_write_start(exp, file, &io, &done_probe::fn, &d, &r));
@@ -157,9 +173,7 @@ TEST_F(engine_async, deferred_write_calls_done_exactly_once_with_the_result)
 	EXPECT_EQ(d.calls.load(), 1);
 	EXPECT_EQ(d.res.error, 0);
 	EXPECT_EQ(d.res.bytes, 10000u);
-	const auto c = fb.contents(k_fd);
-	ASSERT_EQ(c.size(), 10123u);
-	EXPECT_TRUE(std::equal(c.begin() + 123, c.end(), data.begin()));
+	expect_file_is(123, data);
 	EXPECT_EQ(stat_of(exp, "io_deferred"), 1u);
 	const dcache_latency lat = dcache_stats_latency(exp, DCACHE_OP_WRITE);
 	EXPECT_EQ(lat.count, 1u) << "latency is recorded once, at completion";
@@ -176,10 +190,7 @@ TEST_F(engine_async, deferred_write_calls_done_exactly_once_with_the_result)
 
 TEST_F(engine_async, split_write_chain_is_head_middle_tail_then_one_sync)
 {
-	dcache_settings s = dcache_settings_default();
-	s.io_cache_write = DCACHE_MODE_DIRECT_FILE_SYNC;
-	s.boundary_tracking = false;
-	make(s);
+	make_split_writes(DCACHE_MODE_DIRECT_FILE_SYNC);
 	const auto data = pattern(20000, 3);
 	done_probe d;
 	dcache_io_result inl{};
@@ -214,17 +225,107 @@ TEST_F(engine_async, split_write_chain_is_head_middle_tail_then_one_sync)
 	EXPECT_TRUE(d.res.stable);
 	EXPECT_EQ(stat_of(exp, "write_bounce_copies"), 1u);
 	EXPECT_EQ(stat_of(exp, "syncs_fsync"), 1u);
-	const auto c = fb.contents(k_fd);
-	ASSERT_EQ(c.size(), 21000u);
-	EXPECT_TRUE(std::equal(c.begin() + 1000, c.end(), data.begin())) << "bounce copy written intact";
+	expect_file_is(1000, data); // the bounce copy, written intact
+}
+
+// ---- cached pieces in the caller (as on io_uring) -------------------------
+
+TEST_F(engine_async, cached_write_runs_in_the_caller_where_the_backend_says_so)
+{
+	ab.set_cached_writes_in_caller(true);
+	const auto data = pattern(10000, 4);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_TRUE(write_start(123, data, 3, false, d, inl)) << "nothing to hand off";
+	EXPECT_EQ(inl.error, 0);
+	EXPECT_EQ(inl.bytes, 10000u);
+	EXPECT_EQ(ab.pending(), 0u);
+	EXPECT_EQ(d.calls.load(), 0);
+	EXPECT_EQ(ab.now_calls(), 1);
+	EXPECT_EQ(stat_of(exp, "steps_in_caller"), 1u);
+	EXPECT_EQ(stat_of(exp, "io_inline"), 1u);
+	expect_file_is(123, data);
+	// Stable: the cached write here, the fsync handed off.
+	done_probe d2;
+	ASSERT_FALSE(write_start(0, data, 0, true, d2, inl));
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().op, op_kind::fsync);
+	ab.release_all();
+	ASSERT_EQ(d2.calls.load(), 1);
+	EXPECT_TRUE(d2.res.stable);
+	EXPECT_EQ(stat_of(exp, "steps_in_caller"), 2u);
+}
+
+TEST_F(engine_async, split_write_head_in_the_caller_middle_and_tail_handed_off)
+{
+	ab.set_cached_writes_in_caller(true);
+	make_split_writes(DCACHE_MODE_DIRECT);
+	const auto data = pattern(20000, 5);
+	done_probe d;
+	dcache_io_result inl{};
+	const int before = ab.now_calls();
+	ASSERT_FALSE(write_start(1000, data, 0, false, d, inl));
+	EXPECT_EQ(ab.now_calls() - before, 1) << "the head (DONTCACHE) ran here";
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_TRUE(ab.is_direct(0)) << "the middle is handed off";
+	ab.release_one();
+	// From the completion thread nothing runs "in the caller": the tail and
+	// its write-back are submitted.
+	while (ab.pending() > 0) {
+		EXPECT_FALSE(ab.is_direct(0));
+		ab.release_one();
+	}
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.error, 0);
+	EXPECT_EQ(d.res.bytes, 20000u);
+	expect_file_is(1000, data);
+}
+
+// ---- IO_Blocking_Max: device-bound steps in the caller while slots last ----
+
+TEST_F(engine_async, direct_steps_block_the_caller_within_io_blocking_max_then_go_async)
+{
+	blocking_slots = true;
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DIRECT;
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.io_blocking_max = 2;
+	make(s);
+	const auto data = pattern(8192, 6);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_TRUE(write_start(0, data, 0, true, d, inl)) << "a free slot: the middle and the fsync ran here";
+	EXPECT_EQ(inl.error, 0);
+	EXPECT_EQ(inl.bytes, 8192u);
+	EXPECT_TRUE(inl.stable);
+	EXPECT_EQ(ab.pending(), 0u);
+	EXPECT_EQ(stat_of(exp, "steps_blocking_in_caller"), 2u);
+	EXPECT_EQ(exp->blocking.load(), 0u) << "slots given back";
+	// Every slot taken (by other workers' steps): handed off.
+	exp->blocking.store(2);
+	std::vector<std::uint8_t> back(8192);
+	ASSERT_FALSE(read_start(0, back, d, inl));
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_TRUE(ab.is_direct(0));
+	exp->blocking.store(0);
+	ab.release_all();
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.bytes, 8192u);
+	EXPECT_EQ(back, data);
+	EXPECT_EQ(stat_of(exp, "steps_blocking_in_caller"), 2u);
+	// 0: always io_uring.
+	s.io_blocking_max = 0;
+	dcache_export_update(exp, &s);
+	done_probe d2;
+	ASSERT_FALSE(write_start(0, data, 0, false, d2, inl));
+	ab.release_all();
+	EXPECT_EQ(d2.calls.load(), 1);
+	EXPECT_EQ(stat_of(exp, "steps_blocking_in_caller"), 2u);
 }
 
 TEST_F(engine_async, short_middle_ends_the_chain_with_the_bytes_done)
 {
-	dcache_settings s = dcache_settings_default();
-	s.io_cache_write = DCACHE_MODE_DIRECT;
-	s.boundary_tracking = false;
-	make(s);
+	make_split_writes(DCACHE_MODE_DIRECT);
 	fb.short_call(1, 4096); // the middle transfers 4096 of 16384
 	const auto data = pattern(20000, 4);
 	done_probe d;
@@ -520,6 +621,7 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 
 	dcache_settings s = dcache_settings_default();
 	s.io_queue_depth = 256;
+	s.io_blocking_max = 0; // every device-bound step through io_uring
 	dcache_export *exp = dcache_export_new(&s, "uring e2e");
 	ASSERT_NE(exp, nullptr);
 	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
@@ -578,7 +680,10 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 					struct iovec v {
 						bufs[i].data(), k_block
 					};
-					const dcache_io io{fd, static_cast<std::uint64_t>(i) * k_block, &v, 1, false};
+					// Stable WRITEs: the cached write runs in the
+					// caller, the fsync goes to io_uring.
+					const dcache_io io{
+						fd, static_cast<std::uint64_t>(i) * k_block, &v, 1, write, nullptr};
 					dcache_io_result inl{};
 					const bool done_inline =
 						write ? dcache_write_start(exp, file, &io, on_done, &ctxs[i], &inl)
@@ -613,8 +718,11 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 	run_phase(true, blocks);
 	{
 		std::lock_guard lock(st.m);
-		EXPECT_GE(st.max_outstanding, 64u) << "writes are always deferred on io_uring";
+		EXPECT_GE(st.max_outstanding, 64u) << "a stable WRITE's fsync is always deferred on io_uring";
 	}
+	EXPECT_EQ(stat_of(exp, "steps_in_caller"), static_cast<std::uint64_t>(k_total))
+		<< "each WRITE's cached piece ran in its caller";
+	EXPECT_EQ(stat_of(exp, "syncs_fsync"), static_cast<std::uint64_t>(k_total));
 	// Verify with plain preads.
 	for (int i = 0; i < k_total; ++i) {
 		std::vector<std::uint8_t> got(k_block);
@@ -637,7 +745,7 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 	struct iovec v {
 		one.data(), k_block
 	};
-	const dcache_io io{fd, 5 * k_block, &v, 1, false};
+	const dcache_io io{fd, 5 * k_block, &v, 1, false, nullptr};
 	const dcache_io_result r = dcache_read(exp, file, &io);
 	EXPECT_EQ(r.bytes, k_block);
 	EXPECT_EQ(one, blocks[5]);
@@ -707,7 +815,8 @@ TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
 	clear_log();
 	dcache_set_log(capture_log);
 	dcache::io::set_uring_factory(&uring_without_personalities);
-	const dcache_settings s = dcache_settings_default();
+	dcache_settings s = dcache_settings_default();
+	s.io_blocking_max = 0; // the fsync is submitted, with credentials
 	dcache_export *exp = dcache_export_new(&s, "export 6 /nopersonality");
 	dcache::io::set_uring_factory(nullptr);
 	ASSERT_NE(exp, nullptr);
@@ -723,7 +832,8 @@ TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
 		struct iovec v {
 			const_cast<std::uint8_t *>(data.data()), data.size()
 		};
-		const dcache_io io{fd, i * 10000ull, &v, 1, false};
+		// Stable: the fsync is the step that would be submitted.
+		const dcache_io io{fd, i * 10000ull, &v, 1, true, nullptr};
 		const dcache_io_result r = dcache_write(exp, file, &io);
 		ASSERT_EQ(r.error, 0);
 		ASSERT_EQ(r.bytes, data.size());
@@ -768,6 +878,7 @@ TEST(engine_uring, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 	s.io_cache_write = DCACHE_MODE_DIRECT;
 	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BUFFERED;
 	s.io_queue_depth = 128;
+	s.io_blocking_max = 0; // direct pieces in flight on io_uring
 	dcache_export *exp = dcache_export_new(&s, "export 8 /fence");
 	ASSERT_NE(exp, nullptr);
 	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
@@ -794,7 +905,7 @@ TEST(engine_uring, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 				struct iovec v {
 					raw + shift, k_page
 				};
-				const dcache_io io{fd, ((i * 5 + t * 3) % k_pages) * k_page, &v, 1, false};
+				const dcache_io io{fd, ((i * 5 + t * 3) % k_pages) * k_page, &v, 1, false, nullptr};
 				const dcache_io_result r = dcache_write(exp, file, &io);
 				if (r.error != 0 || r.bytes != k_page)
 					failures.fetch_add(1);

@@ -60,14 +60,21 @@ inline std::uint64_t stat_of(const dcache_export *e, const char *name)
 class core_test : public ::testing::Test {
 protected:
 	// Replaces the export and its file(s) with new ones over `b`.
-	void make_over(dcache::io::backend &b, const dcache_settings &s, const char *name)
+	// Over an asynchronous backend every step is handed off
+	// (IO_Blocking_Max = 0), so each interleaving is the test's, unless
+	// the test keeps its own IO_Blocking_Max (blocking_slots).
+	void make_over(dcache::io::backend &b, const dcache_settings &given, const char *name)
 	{
 		free_export();
+		dcache_settings s = given;
+		if (!blocking_slots)
+			s.io_blocking_max = 0;
 		exp = dcache::core::export_new_with_backend(&s, name, &b);
 		ASSERT_NE(exp, nullptr);
 		file = dcache_file_new(exp);
 		ASSERT_NE(file, nullptr);
 	}
+	bool blocking_slots = false;
 	// Files first, then the export.
 	virtual void free_export()
 	{

@@ -81,7 +81,7 @@ protected:
 	dcache_io_result write(std::uint64_t off, const payload &p, bool stable = false)
 	{
 		const struct iovec v = p.iov();
-		const dcache_io io{k_fd, off, &v, 1, stable};
+		const dcache_io io{k_fd, off, &v, 1, stable, nullptr};
 		return dcache_write(exp, file, &io);
 	}
 	dcache_io_result read(std::uint64_t off, std::uint8_t *buf, std::size_t len)
@@ -89,7 +89,7 @@ protected:
 		const struct iovec v {
 			buf, len
 		};
-		const dcache_io io{k_fd, off, &v, 1, false};
+		const dcache_io io{k_fd, off, &v, 1, false, nullptr};
 		return dcache_read(exp, file, &io);
 	}
 	std::vector<fake_backend::call> calls_of(op_kind op) const
@@ -651,7 +651,7 @@ TEST_F(engine, small_direct_read_goes_dontcache)
 TEST_F(engine, zero_length_io_issues_nothing)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
-	const dcache_io io{k_fd, 4096, nullptr, 0, false};
+	const dcache_io io{k_fd, 4096, nullptr, 0, false, nullptr};
 	const auto w = dcache_write(exp, file, &io);
 	EXPECT_EQ(w.error, 0);
 	EXPECT_EQ(w.bytes, 0u);
@@ -832,7 +832,7 @@ TEST_F(engine, bad_arguments_are_einval)
 {
 	payload p(10, 0);
 	const struct iovec v = p.iov();
-	dcache_io io{k_fd, 0, &v, 1, false};
+	dcache_io io{k_fd, 0, &v, 1, false, nullptr};
 	EXPECT_EQ(dcache_write(nullptr, file, &io).error, EINVAL);
 	EXPECT_EQ(dcache_write(exp, nullptr, &io).error, EINVAL);
 	EXPECT_EQ(dcache_write(exp, file, nullptr).error, EINVAL);
@@ -875,14 +875,14 @@ TEST_F(engine, concurrent_io_close_and_update)
 				const std::uint64_t off = static_cast<std::uint64_t>(t) * 1000000 +
 							  static_cast<std::uint64_t>(i % 7) * 333;
 				const struct iovec v = p.iov();
-				const dcache_io io{k_fd, off, &v, 1, i % 3 == 0};
+				const dcache_io io{k_fd, off, &v, 1, i % 3 == 0, nullptr};
 				const auto w = dcache_write(exp, file, &io);
 				if (w.error != 0 || w.bytes != 4096 * 3 + 100)
 					failures.fetch_add(1);
 				const struct iovec rv {
 					buf.data(), buf.size()
 				};
-				const dcache_io rio{k_fd, off, &rv, 1, false};
+				const dcache_io rio{k_fd, off, &rv, 1, false, nullptr};
 				if (dcache_read(exp, file, &rio).error != 0)
 					failures.fetch_add(1);
 			}
@@ -915,7 +915,7 @@ TEST_F(engine, latency_is_recorded_per_operation)
 {
 	std::vector<char> buf(4096, 'x');
 	const iovec iov{buf.data(), buf.size()};
-	const dcache_io io{k_fd, 0, &iov, 1, false};
+	const dcache_io io{k_fd, 0, &iov, 1, false, nullptr};
 	ASSERT_EQ(dcache_write(exp, file, &io).error, 0);
 	ASSERT_EQ(dcache_read(exp, file, &io).error, 0);
 	ASSERT_EQ(dcache_read(exp, file, &io).error, 0);

@@ -217,6 +217,14 @@ TEST(policy, reads_try_the_page_cache_first_only_where_it_can_hit)
 	EXPECT_FALSE(read_tries_cache_first(s, cached));
 }
 
+TEST(policy, only_a_writes_cached_pieces_run_in_the_caller)
+{
+	EXPECT_TRUE(write_step_in_caller(step_kind::buffered));
+	EXPECT_TRUE(write_step_in_caller(step_kind::dontcache));
+	EXPECT_TRUE(write_step_in_caller(step_kind::tracked));
+	EXPECT_FALSE(write_step_in_caller(step_kind::direct));
+}
+
 TEST(policy, read_step_is_the_plans_segment)
 {
 	EXPECT_EQ(read_step(plan_of({}, disposition::buffered)).length, 0u);

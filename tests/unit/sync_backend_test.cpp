@@ -189,7 +189,7 @@ TEST(c_api_real_file, direct_split_write_and_widened_read)
 	const struct iovec v {
 		data.data() + 0, data.size()
 	};
-	const dcache_io io{f.fd(), 1234, &v, 1, false};
+	const dcache_io io{f.fd(), 1234, &v, 1, false, nullptr};
 	const dcache_io_result w = dcache_write(e, df, &io);
 	ASSERT_EQ(w.error, 0);
 	EXPECT_EQ(w.bytes, data.size());
@@ -213,7 +213,7 @@ TEST(c_api_real_file, direct_split_write_and_widened_read)
 		const struct iovec rv {
 			buf.data(), buf.size()
 		};
-		const dcache_io rio{f.fd(), off, &rv, 1, false};
+		const dcache_io rio{f.fd(), off, &rv, 1, false, nullptr};
 		const dcache_io_result r = dcache_read(e, df, &rio);
 		ASSERT_EQ(r.error, 0) << off;
 		const std::size_t exists = off < disk.size() ? std::min<std::size_t>(buf.size(), disk.size() - off) : 0;
@@ -245,7 +245,7 @@ TEST(c_api_real_file, dontcache_fallback_on_tmpfs)
 	const struct iovec v {
 		data.data(), data.size()
 	};
-	const dcache_io io{f.fd(), 0, &v, 1, false};
+	const dcache_io io{f.fd(), 0, &v, 1, false, nullptr};
 	const dcache_io_result w = dcache_write(e, df, &io);
 	ASSERT_EQ(w.error, 0);
 	EXPECT_EQ(w.bytes, data.size());
@@ -254,7 +254,7 @@ TEST(c_api_real_file, dontcache_fallback_on_tmpfs)
 	const struct iovec rv {
 		back.data(), back.size()
 	};
-	const dcache_io rio{f.fd(), 0, &rv, 1, false};
+	const dcache_io rio{f.fd(), 0, &rv, 1, false, nullptr};
 	EXPECT_EQ(dcache_read(e, df, &rio).bytes, 5000u);
 	EXPECT_EQ(back, data);
 	const std::uint64_t fallbacks = stat_of(e, "fallback_no_dontcache");

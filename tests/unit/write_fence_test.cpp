@@ -212,7 +212,7 @@ TEST_F(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_o
 	struct iovec va {
 		raw, 4 * 4096
 	};
-	const dcache_io a{k_fd, 0, &va, 1, false};
+	const dcache_io a{k_fd, 0, &va, 1, false, nullptr};
 	std::atomic<int> done_calls{0};
 	const auto on_done = [](void *p, dcache_io_result r) {
 		EXPECT_EQ(r.error, 0);
@@ -228,7 +228,7 @@ TEST_F(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_o
 	struct iovec vb {
 		raw + 4 * 4096 + 1, 4096
 	};
-	const dcache_io b{k_fd, 2 * 4096, &vb, 1, false};
+	const dcache_io b{k_fd, 2 * 4096, &vb, 1, false, nullptr};
 	auto starter = std::async(std::launch::async, [&] {
 		dcache_io_result r{};
 		return dcache_write_start(exp, file, &b, on_done, &done_calls, &r);
@@ -270,14 +270,14 @@ TEST_F(write_fence_engine, a_refused_middle_is_not_reissued_buffered_over_a_dire
 	struct iovec va {
 		raw, 2 * 4096
 	};
-	const dcache_io a{k_fd, 2 * 4096, &va, 1, false};
+	const dcache_io a{k_fd, 2 * 4096, &va, 1, false, nullptr};
 	ASSERT_FALSE(dcache_write_start(exp, file, &a, on_done, &ra, &inl));
 	// B: 1000 + 20000: head page 0, direct middle pages 1-4 (shares 2-3
 	// with A, same kind: no wait), tail page 5.
 	struct iovec vb {
 		raw + 4 * 4096, 20000
 	};
-	const dcache_io b{k_fd, 1000, &vb, 1, false};
+	const dcache_io b{k_fd, 1000, &vb, 1, false, nullptr};
 	ASSERT_FALSE(dcache_write_start(exp, file, &b, on_done, &rb, &inl));
 	ASSERT_EQ(qb.pending(), 2u);
 	EXPECT_EQ(dcache::test::stat_of(exp, "write_fence_waits"), 0u);

@@ -82,6 +82,7 @@ struct dcache_settings_text {
 	const char *io_backend DCACHE_UNSET;		/* io_uring | sync, default io_uring */
 	const char *io_queue_depth DCACHE_UNSET;	/* 1 .. 4096, default 64 */
 	const char *cached_read_fast_path DCACHE_UNSET; /* bool, default true */
+	const char *io_blocking_max DCACHE_UNSET;	/* 0 .. 1024, default 32 */
 };
 
 /* Every setting of the FSAL block, as X(name in ganesha.conf, field): the
@@ -100,7 +101,8 @@ struct dcache_settings_text {
 	X("Boundary_Max_Age_Ms", boundary_max_age_ms)                 \
 	X("IO_Backend", io_backend)                                   \
 	X("IO_Queue_Depth", io_queue_depth)                           \
-	X("Cached_Read_Fast_Path", cached_read_fast_path)
+	X("Cached_Read_Fast_Path", cached_read_fast_path)             \
+	X("IO_Blocking_Max", io_blocking_max)
 
 /* Validated settings. */
 struct dcache_settings {
@@ -122,6 +124,11 @@ struct dcache_settings {
 	/* Buffered/DONTCACHE READs on an asynchronous backend try
 	 * preadv2(RWF_NOWAIT) inline first: page-cache hits need no hand-off. */
 	bool cached_read_fast_path;
+	/* On io_uring: how many of the export's requests may wait for the
+	 * device in Ganesha's worker threads at once, as plain syscalls (the
+	 * cheapest way while workers are plentiful); beyond that they go
+	 * through io_uring and free their worker.  0: always io_uring. */
+	uint32_t io_blocking_max;
 };
 
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */
@@ -198,12 +205,23 @@ void dcache_file_truncated(struct dcache_file *file, uint64_t size) DCACHE_NOEXC
 
 /* One READ or WRITE.  fd is the sub-FSAL's descriptor for the object, valid
  * (and protected by the sub-FSAL's locks) for the duration of the call. */
+/* Who a WRITE runs as: the credentials the caller set on its thread for
+ * it.  An asynchronous backend registers them once per identity instead of
+ * once per request. */
+struct dcache_creds {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngroups;
+	const uint32_t *groups;
+};
+
 struct dcache_io {
 	int fd;
 	uint64_t offset;
 	const struct iovec *iov;
 	int iov_count;
-	bool stable; /* WRITE: the client asked for a stable write */
+	bool stable;			  /* WRITE: the client asked for a stable write */
+	const struct dcache_creds *creds; /* WRITE: NULL = unknown (registered per request) */
 };
 
 struct dcache_io_result {

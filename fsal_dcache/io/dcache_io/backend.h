@@ -130,6 +130,13 @@ public:
 	// and skips the RWF_NOWAIT attempt (it would only add a syscall).
 	[[nodiscard]] virtual bool completes_inline() const noexcept { return true; }
 
+	// Whether a WRITE's cached pieces are better run in the submitting
+	// thread (execute_now) than submitted: true where the asynchronous
+	// path would only move the same blocking to a worker of its own
+	// (io_uring punts buffered writes the filesystem refuses to do with
+	// RWF_NOWAIT to io-wq).  See write_step_in_caller in the core.
+	[[nodiscard]] virtual bool cached_writes_in_caller() const noexcept { return false; }
+
 	// true on the thread that runs completions (a backend must not be
 	// destroyed there: see uring_backend).
 	[[nodiscard]] virtual bool on_completion_thread() const noexcept { return false; }
@@ -149,6 +156,14 @@ public:
 	// empty token and no error, for backends that run every request on
 	// the caller's thread (sync, fake): nothing to carry.
 	[[nodiscard]] virtual credentials_result capture_credentials() noexcept { return {}; }
+	// The same, for a thread whose credentials are exactly `who` (the
+	// caller set them so): a backend may hand out a token it registered
+	// earlier for the same identity.
+	[[nodiscard]] virtual credentials_result capture_credentials(const identity &who) noexcept
+	{
+		(void)who;
+		return capture_credentials();
+	}
 
 protected:
 	friend class credentials;

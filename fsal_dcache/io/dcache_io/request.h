@@ -57,6 +57,16 @@ struct request {
 	}
 };
 
+// Who a request runs as, in the terms the caller set the thread's
+// credentials with (uid, gid, supplementary groups): lets a backend reuse
+// what it registered for the same identity.
+struct identity {
+	std::uint32_t uid = 0;
+	std::uint32_t gid = 0;
+	const std::uint32_t *groups = nullptr;
+	std::size_t ngroups = 0;
+};
+
 // errno is the currency: error is 0 or a positive errno value, whatever
 // convention the underlying call used (-1+errno, returned error, -errno).
 struct [[nodiscard]] result {

@@ -63,7 +63,9 @@
 // personality (IORING_REGISTER_PERSONALITY, one io_uring_register call);
 // request::personality != 0 goes to sqe->personality of every SQE of that
 // request, resubmitted remainders included; the token's destructor
-// unregisters it (a second call).  execute() on the reaper thread and
+// unregisters it (a second call).  capture_credentials(identity) keeps the
+// registration for the next request of the same uid, gid and groups, so a
+// server registers once per client identity, not twice per WRITE.  execute() on the reaper thread and
 // execute_now() run the request as a plain syscall in the calling thread
 // and ignore the personality (use them only for credential-insensitive
 // work there: fsync, sync_file_range, fadvise).
@@ -85,6 +87,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 struct io_uring; // liburing's ring; kept out of this header
 
@@ -114,11 +117,17 @@ public:
 	// A plain syscall in the calling thread (RWF_NOWAIT attempts).
 	[[nodiscard]] result execute_now(const request &req) noexcept override { return _sync.execute(req); }
 	[[nodiscard]] bool completes_inline() const noexcept override { return false; }
+	[[nodiscard]] bool cached_writes_in_caller() const noexcept override { return true; }
 	[[nodiscard]] bool on_completion_thread() const noexcept override
 	{
 		return std::this_thread::get_id() == _reaper_id;
 	}
 	[[nodiscard]] credentials_result capture_credentials() noexcept override;
+	// Cached per identity: one registration serves every later request of
+	// the same uid, gid and groups (up to k_identity_cache identities,
+	// the least recently used one not in use given back first).
+	[[nodiscard]] credentials_result capture_credentials(const identity &who) noexcept override;
+	static constexpr std::size_t k_identity_cache = 64;
 
 	// ---- inspection (tests, stats) ----
 	[[nodiscard]] unsigned depth() const noexcept { return _depth; }
@@ -136,6 +145,18 @@ public:
 
 protected:
 	void release_credentials(int id) noexcept override;
+
+private:
+	struct cached_identity {
+		std::vector<std::uint32_t> key; // uid, gid, groups...
+		int id = 0;
+		unsigned refs = 0;
+		std::uint64_t used = 0;
+	};
+	[[nodiscard]] int register_personality() noexcept;
+	std::mutex _id_mutex;
+	std::vector<cached_identity> _identities; // guarded by _id_mutex
+	std::uint64_t _id_clock = 0;		  // guarded by _id_mutex
 
 private:
 	struct op;

@@ -17,7 +17,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 variants = r["variants"]
 want = ["vfs", "buffered", "buffered_sync", "dontcache", "dontcache_sync", "fadvise", "direct",
-        "direct_sync", "direct_untracked", "direct_untracked_sync", "direct_cached_edges",
+        "direct_sync", "direct_async", "direct_untracked", "direct_untracked_sync", "direct_cached_edges",
         "direct_mem_buffered", "direct_data_sync", "direct_file_sync"]
 assert variants == want, f"variants {variants} != {want}"
 bad = []
