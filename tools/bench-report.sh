@@ -23,6 +23,10 @@
 #   interleave_commit_every stride, each writer COMMITs every 16 records
 #   interleave_slow         stride, COMMIT at each writer's end, one writer
 #              3x slower than the others
+#   commit     4 writers, SIZE/4 each in 1 MiB WRITEs (depth 16), each
+#              COMMITting its file at close: the COMMIT round trip of a
+#              SIZE/4 range (256 MiB by default), p50/p99 per variant; read
+#              back and verified after
 #   mempressure the mix job with ganesha.nfsd in a cgroup v1 memory group
 #              limited to max(SIZE/4, 384 MiB) (skipped with a reason when
 #              /sys/fs/cgroup/memory is absent)
@@ -52,7 +56,7 @@ die() { echo "$prog: $*" >&2; exit 2; }
 all_variants=(vfs buffered buffered_sync dontcache dontcache_sync fadvise direct direct_sync direct_async direct_untracked
               direct_untracked_sync direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
 all_workloads=(mix randread randwrite reread interleave interleave_commit_end interleave_commit_every
-               interleave_slow mempressure)
+               interleave_slow mempressure commit)
 
 orig_args=("$@")
 quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" perf=0 inner=0
@@ -68,7 +72,7 @@ while [ $# -gt 0 ]; do
     --memcg-limit) memcg_limit=$2; shift 2 ;;
     --perf) perf=1; shift ;;
     --inner) inner=1; shift ;;
-    -h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -136,7 +140,7 @@ EOT
   done
   # room for every variant's data, the interleave files (SIZE/8 each, four
   # workloads) of every repeat, slack
-  image=$(( (size_b * 3 / 2 + size_b * repeats / 2) * ${#vlist[@]} + (1 << 30) ))
+  image=$(( (size_b * 5 / 2 + size_b * repeats / 2) * ${#vlist[@]} + (1 << 30) ))
   {
     echo "command: $0 ${orig_args[*]}"
     echo "date: $(date -Is)"
@@ -280,6 +284,8 @@ for ((r = 1; r <= repeats; r++)); do
           run "$w" "$v" "$r" "${mix_args[@]}" --drop-cache "$d"
           cat "$memcg/memory.failcnt" >"$out/runs/$w.$v.$r.memcg_failcnt" 2>/dev/null || true
           cleanup_memcg ;;
+        commit) run "$w" "$v" "$r" rw=write bs=1M numjobs=4 iodepth=16 size=$((size_b / 4)) filename=commit verify=1 \
+                  --drop-cache "$d" ;;
       esac
       log "$w $v repeat $r done"
     done

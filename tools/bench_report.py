@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 WORKLOADS = ["mix", "randread", "randwrite", "reread", "interleave", "interleave_commit_end",
-             "interleave_commit_every", "interleave_slow", "mempressure"]
+             "interleave_commit_every", "interleave_slow", "mempressure", "commit"]
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -104,6 +104,11 @@ def main():
                 "writes_file_sync": med([j["writes_by_stability"]["file_sync"] + j["writes_by_stability"]["data_sync"] for j in rs]),
                 "commits_sent": med([j["commits_sent"] for j in rs]),
                 "commits_saved": med([j["commits_saved"] for j in rs]),
+                # COMMIT round trips (dcache-bench's commit_lat), every run's
+                "commit_lat_p50_us": med([j["commit_lat"]["p50_us"] for j in rs
+                                          if j.get("commit_lat", {}).get("count")]),
+                "commit_lat_p99_us": med([j["commit_lat"]["p99_us"] for j in rs
+                                          if j.get("commit_lat", {}).get("count")]),
                 "verify_bytes": sum(j["verify"]["bytes_checked"] for j in rs),
                 "verify_errors": sum(j["verify"]["errors"] for j in rs),
                 "errors": sum(j["errors"] for j in rs),
@@ -143,6 +148,17 @@ def main():
             f(r["dev_reads_per_write"], "{:.2f}"),
             f(r["writes_unstable"], "{:.0f}"), f(r["writes_file_sync"], "{:.0f}"),
             f(r["commits_sent"], "{:.0f}"), f(r["commits_saved"], "{:.0f}"), r["verify_errors"]))
+    # COMMIT latency of the commit workload, against buffered's
+    crow = [r for r in rows if r["workload"] == "commit"]
+    if crow:
+        ref = next((r["commit_lat_p99_us"] for r in crow if r["variant"] == "buffered"), None)
+        lines += ["", "COMMIT round trip (`commit`: each of 4 writers COMMITs its file at close; medians over repeats):", "",
+                  "| variant | COMMIT p50 ms | COMMIT p99 ms | p99 × buffered |", "|---|---:|---:|---:|"]
+        for r in crow:
+            p50, p99 = r["commit_lat_p50_us"], r["commit_lat_p99_us"]
+            lines.append("| {} | {} | {} | {} |".format(
+                r["variant"], f(p50 and p50 / 1000, "{:.1f}"), f(p99 and p99 / 1000, "{:.1f}"),
+                f(p99 / ref if ref and p99 is not None else None, "{:.2f}")))
     # server threads: what blocks where
     lines += ["", "Server threads (ganesha.nfsd, /proc/PID/task/*, every 50 ms; medians over repeats of each run's mean/peak):", "",
               "| workload | variant | threads in D mean / peak | server threads in file I/O syscall mean / peak | server threads / io-wq threads (peak) | io-wq in D mean | srv CPU s/GiB | plugin io_deferred / io_inline |",

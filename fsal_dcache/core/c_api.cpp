@@ -241,7 +241,15 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 		if (exp->settings.current().io_cache_write != DCACHE_MODE_FADVISE)
 			return 0;
 		// The COMMIT's fsync left the range clean, so DONTNEED drops it;
-		// len 0 is posix_fadvise's own "to end of file".
+		// len 0 is posix_fadvise's own "to end of file".  On an
+		// asynchronous backend the COMMIT does not wait for it, through
+		// the file's own descriptor (fd is the caller's, for this call).
+		if (file != nullptr && !exp->backend->completes_inline()) {
+			if (const fd_ref own = lease_buffered(*exp, *file, fd, false)) {
+				drop_later(*exp, own, offset, len);
+				return 0;
+			}
+		}
 		return drop(*exp, fd, offset, len);
 	} catch (...) {
 		return EIO;

@@ -7,7 +7,9 @@
 
 #include <sys/sdt.h>
 
+#include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace dcache::core {
 
@@ -30,16 +32,67 @@ void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length)
 				std::strerror(r.error));
 }
 
+namespace {
+
+void count_drop(dcache_export &e, const io::result &r) noexcept
+{
+	if (r.ok())
+		return;
+	e.stats.add(stat::fadvise_errors);
+	DCACHE_LOG_ONCE(e, fadvise_error, DCACHE_LOG_WARN, "dcache %s: posix_fadvise(DONTNEED) failed: %s", e.name,
+			std::strerror(r.error));
+}
+
+// One drop_later in flight: owns what it needs until its completion.
+class later_drop final : public io::completion {
+public:
+	later_drop(dcache_export &e, fd_ref fd, std::uint64_t offset, std::uint64_t length) noexcept
+		: _e(e), _fd(std::move(fd)), _offset(offset), _length(length)
+	{
+		inflight_add(e);
+	}
+	void complete(io::result r) noexcept override
+	{
+		dcache_export &e = _e;
+		if (r.error == EBUSY) // the ring was full (submitted from its own thread): now, then
+			r = range_request(e, io::op_kind::fadvise_dontneed, _fd->fd, _offset, _length);
+		count_drop(e, r);
+		delete this;	  // the descriptor with it
+		inflight_done(e); // the export may go from here on
+	}
+
+private:
+	dcache_export &_e;
+	fd_ref _fd;
+	std::uint64_t _offset, _length;
+};
+
+} // namespace
+
 int drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
 	e.stats.add(stat::fadvise_calls);
 	const io::result r = range_request(e, io::op_kind::fadvise_dontneed, fd, offset, length);
-	if (!r.ok()) {
-		e.stats.add(stat::fadvise_errors);
-		DCACHE_LOG_ONCE(e, fadvise_error, DCACHE_LOG_WARN, "dcache %s: posix_fadvise(DONTNEED) failed: %s",
-				e.name, std::strerror(r.error));
-	}
+	count_drop(e, r);
 	return r.error;
+}
+
+void drop_later(dcache_export &e, const fd_ref &fd, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	if (e.backend->completes_inline()) {
+		(void)drop(e, fd->fd, offset, length);
+		return;
+	}
+	auto *op = new (std::nothrow) later_drop(e, fd, offset, length);
+	if (op == nullptr) {
+		(void)drop(e, fd->fd, offset, length);
+		return;
+	}
+	e.stats.add(stat::fadvise_calls);
+	e.stats.add(stat::drops_deferred);
+	e.backend->submit(
+		io::request{.op = io::op_kind::fadvise_dontneed, .fd = fd->fd, .offset = offset, .length = length},
+		*op);
 }
 
 void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
@@ -48,11 +101,16 @@ void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_
 	(void)drop(e, fd, offset, length);
 }
 
-int drop_after_read(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept
+byte_range drop_after_read_range(std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept
 {
 	const std::uint64_t start = offset - offset % k_drop_after_read_reach;
-	const std::uint64_t length = eof ? 0 : offset + bytes - start; // 0: to end of file
-	return drop(e, fd, start, length);
+	return {start, eof ? 0 : offset + bytes - start};
+}
+
+int drop_after_read(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept
+{
+	const byte_range r = drop_after_read_range(offset, bytes, eof);
+	return drop(e, fd, r.offset, r.length);
 }
 
 void release_boundary(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "boundary_tracker.h"
+#include "fd_ref.h"
 
 #include <cstdint>
 
@@ -24,6 +25,14 @@ void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length)
 // file).  Returns 0 or the errno.
 int drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept;
 
+// The same drop, off the caller's path: on an asynchronous backend it is
+// submitted and not waited for (the request holds fd and the export until
+// it completes; its failure is counted and logged as drop's), so a READ's
+// reply or a COMMIT does not wait for it; on a synchronous backend it runs
+// now.  Dropping late is harmless: DONTNEED leaves dirty pages alone, and
+// a page read again in between is only dropped once more.
+void drop_later(dcache_export &e, const fd_ref &fd, std::uint64_t offset, std::uint64_t length) noexcept;
+
 // flush, then drop.
 void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept;
 
@@ -35,6 +44,12 @@ void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_
 // reader was already served; a folio straddling the end is dropped by the
 // next READ's range), and at end of file to the end.
 int drop_after_read(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept;
+// Its range, for drop_later.
+struct byte_range {
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0; // 0: to end of file
+};
+[[nodiscard]] byte_range drop_after_read_range(std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept;
 
 // Writes back and drops the pages the tracker handed over, then tells it.
 // own/own_fd: the file of the calling request and its descriptor, valid

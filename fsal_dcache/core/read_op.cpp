@@ -216,8 +216,14 @@ void read_op::on_result(io::result r)
 	_res.bytes = r.bytes;
 	_res.eof = eof;
 	add(stat::read_bytes, r.bytes);
-	if (_s.io_cache_read == DCACHE_MODE_FADVISE && r.bytes > 0)
-		(void)drop_after_read(_e, _io.fd, _io.offset, r.bytes, eof);
+	if (_s.io_cache_read == DCACHE_MODE_FADVISE && r.bytes > 0) {
+		if (_own) { // an asynchronous backend: not before the reply
+			const byte_range d = drop_after_read_range(_io.offset, r.bytes, eof);
+			drop_later(_e, _own, d.offset, d.length);
+		} else {
+			(void)drop_after_read(_e, _io.fd, _io.offset, r.bytes, eof);
+		}
+	}
 }
 
 } // namespace

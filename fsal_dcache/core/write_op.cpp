@@ -363,8 +363,13 @@ void write_op::on_sync_result(io::result r)
 	add(stat::writes_reply_stable);
 	if (!_io.stable)
 		add(stat::writes_raised_stable);
-	if (_s.io_cache_write == DCACHE_MODE_FADVISE && _io.stable && _written > 0)
-		flush_and_drop(_e, _io.fd, _io.offset, _written);
+	if (_s.io_cache_write == DCACHE_MODE_FADVISE && _io.stable && _written > 0) {
+		if (_own) { // the sync left the range clean: dropped off the reply path
+			drop_later(_e, _own, _io.offset, _written);
+		} else {
+			flush_and_drop(_e, _io.fd, _io.offset, _written);
+		}
+	}
 }
 
 void write_op::release() noexcept

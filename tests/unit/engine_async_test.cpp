@@ -281,6 +281,40 @@ TEST_F(engine_async, split_write_head_in_the_caller_middle_and_tail_handed_off)
 	expect_file_is(1000, data);
 }
 
+// ---- page-cache side work after the reply --------------------------------
+
+TEST_F(engine_async, fadvise_drops_go_out_after_the_reply_and_after_the_commit)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_FADVISE;
+	s.io_cache_write = DCACHE_MODE_FADVISE;
+	make(s);
+	fb.set_contents(k_fd, pattern(8192, 7));
+	std::vector<std::uint8_t> back(8192);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(read_start(0, back, d, inl));
+	ASSERT_EQ(ab.pending(), 1u);
+	ab.release_one(); // the READ
+	ASSERT_EQ(d.calls.load(), 1) << "replied before the drop completed";
+	EXPECT_EQ(d.res.bytes, 8192u);
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().op, op_kind::fadvise_dontneed);
+	EXPECT_EQ(ab.front().fd, k_fd + async_fake::k_buffered_base) << "on the file's own descriptor";
+	ab.release_one();
+	EXPECT_EQ(stat_of(exp, "drops_deferred"), 1u);
+	EXPECT_EQ(stat_of(exp, "fadvise_calls"), 1u);
+	EXPECT_EQ(stat_of(exp, "fadvise_errors"), 0u);
+	// COMMIT: answered without waiting for its drop.
+	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1000), 0);
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().op, op_kind::fadvise_dontneed);
+	EXPECT_EQ(ab.front().length, 0u) << "to end of file";
+	ab.release_one();
+	EXPECT_EQ(stat_of(exp, "drops_deferred"), 2u);
+	EXPECT_EQ(stat_of(exp, "fadvise_calls"), 2u);
+}
+
 // ---- IO_Blocking_Max: device-bound steps in the caller while slots last ----
 
 TEST_F(engine_async, direct_steps_block_the_caller_within_io_blocking_max_then_go_async)

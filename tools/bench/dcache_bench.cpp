@@ -65,7 +65,7 @@ struct cli_options {
 struct phase_result {
   double elapsed_s = 0;
   std::uint64_t read_bytes = 0, write_bytes = 0, read_ops = 0, write_ops = 0;
-  latency_recorder read_lat, write_lat;
+  latency_recorder read_lat, write_lat, commit_lat;
   commit_counts commits;
   std::uint64_t verify_bytes = 0, verify_errors = 0;
   std::string first_verify_error;
@@ -107,7 +107,8 @@ struct conn {
   unsigned inflight = 0;
   bool stopped = false;  // no more new operations
   bool commit_inflight = false;
-  bool draining = false;  // waiting for in-flight WRITEs before an fsync COMMIT
+  clock_type::time_point commit_sent;  // of the COMMIT in flight
+  bool draining = false;               // waiting for in-flight WRITEs before an fsync COMMIT
   // interleave, stride order: this job's records, the next to write
   std::vector<std::uint64_t> own;
   std::size_t own_next = 0;
@@ -408,6 +409,7 @@ struct engine {
 
   void send_commit(conn& c) {
     c.commit_inflight = true;
+    c.commit_sent = clock_type::now();
     int rc = 0;
     if (spec.nfs_version == 3) {
       auto* args = new COMMIT3args{c.fh3, 0, 0};
@@ -425,6 +427,7 @@ struct engine {
 
   void commit_done(conn& c) {
     last_reply = clock_type::now();
+    res->commit_lat.add(std::chrono::duration<double, std::micro>(last_reply - c.commit_sent).count());
     c.commit_inflight = false;
     if (c.draining) {
       c.draining = false;
@@ -982,6 +985,14 @@ int main(int argc, char** argv) {
   j.u64("commits_sent", cc.commits_sent);
   j.u64("commits_saved", cc.commits_saved);
   j.u64("verifier_changes", cc.verifier_changes);
+  // COMMIT round trips, sent to answered (the page-cache work a mode does
+  // at COMMIT shows here)
+  j.open("commit_lat");
+  j.u64("count", main_res.commit_lat.count());
+  j.num("p50_us", main_res.commit_lat.percentile(0.50));
+  j.num("p99_us", main_res.commit_lat.percentile(0.99));
+  j.num("max_us", main_res.commit_lat.max());
+  j.close();
   j.open("verify");
   j.boolean("enabled", s.verify);
   j.u64("bytes_checked", main_res.verify_bytes + readback.verify_bytes);

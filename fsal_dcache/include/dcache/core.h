@@ -272,7 +272,9 @@ const char *dcache_export_backend_name(const struct dcache_export *exp) DCACHE_N
 
 /* Called after the sub-FSAL's COMMIT succeeded on [offset, offset+len)
  * (len 0: to end of file), which took sync_ns; counts it and does the
- * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode.  Held
+ * mode's post-COMMIT work, e.g. POSIX_FADV_DONTNEED in fadvise mode (on an
+ * asynchronous backend submitted and not waited for: its error is only
+ * counted).  Held
  * boundary pages in the range stay held (the COMMIT made them durable).
  * Returns 0 or an errno value. */
 int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int fd, uint64_t offset, uint64_t len,

@@ -22,7 +22,7 @@ want = ["vfs", "buffered", "buffered_sync", "dontcache", "dontcache_sync", "fadv
 assert variants == want, f"variants {variants} != {want}"
 bad = []
 interleaves = ["interleave", "interleave_commit_end", "interleave_commit_every", "interleave_slow"]
-for w in ["mix", "randread", "randwrite", "reread", *interleaves, "mempressure"]:
+for w in ["mix", "randread", "randwrite", "reread", *interleaves, "mempressure", "commit"]:
     if w in r["skipped"]:
         print(f"bench_smoke: {w} skipped: {r['skipped'][w]}")
         continue
@@ -57,6 +57,13 @@ for w in interleaves:
             bad.append(f"{w}/{v}: no device reads per WRITE")
         elif (most is not None and per > most) or (least is not None and per < least):
             bad.append(f"{w}/{v}: {per:.3f} device reads per WRITE")
+# every variant's COMMITs of the commit workload were timed (sync-reply
+# variants send none)
+for row in [x for x in r["rows"] if x["workload"] == "commit"]:
+    if row["commits_sent"] and row["commit_lat_p99_us"] is None:
+        bad.append(f"commit/{row['variant']}: COMMITs sent but not timed")
+    if row["variant"] == "buffered" and not row["commits_sent"]:
+        bad.append("commit/buffered: no COMMIT sent")
 for f in r["failures"]:
     bad.append(f)
 if bad:
