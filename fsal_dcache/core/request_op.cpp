@@ -95,7 +95,7 @@ io::result request_op::run_here(const io::request &req) noexcept
 bool request_op::take_blocking_slot() noexcept
 {
 	const std::uint32_t max = _s.io_blocking_max;
-	if (max == 0 || backend().completes_inline())
+	if (max == 0 || backend().completes_inline() || !may_block_caller())
 		return false;
 	std::uint32_t n = _e.blocking.load(std::memory_order_relaxed);
 	do {

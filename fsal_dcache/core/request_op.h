@@ -60,6 +60,9 @@ public:
 	// Whether the step next() just built runs in the calling thread while
 	// the request is still there (write_step_in_caller).
 	[[nodiscard]] virtual bool in_caller() const noexcept { return false; }
+	// Whether a device-bound step of this request may take a blocking slot
+	// (IO_Blocking_Max) at all.
+	[[nodiscard]] virtual bool may_block_caller() const noexcept { return true; }
 	// Issues one step as the request's issue_mode says, blocking.
 	[[nodiscard]] io::result run_now(const io::request &req) noexcept;
 	// Issues one step as a plain syscall in the calling thread.

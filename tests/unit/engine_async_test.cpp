@@ -357,6 +357,24 @@ TEST_F(engine_async, direct_steps_block_the_caller_within_io_blocking_max_then_g
 	EXPECT_EQ(stat_of(exp, "steps_blocking_in_caller"), 2u);
 }
 
+TEST_F(engine_async, a_split_writes_middle_is_handed_off_even_with_slots_free)
+{
+	blocking_slots = true;
+	ab.set_cached_writes_in_caller(true);
+	make_split_writes(DCACHE_MODE_DIRECT);
+	const auto data = pattern(20000, 8);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(write_start(1000, data, 0, false, d, inl));
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_TRUE(ab.is_direct(0)) << "the middle, through the backend";
+	EXPECT_EQ(stat_of(exp, "steps_blocking_in_caller"), 0u);
+	ab.release_all();
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.bytes, 20000u);
+	expect_file_is(1000, data);
+}
+
 TEST_F(engine_async, short_middle_ends_the_chain_with_the_bytes_done)
 {
 	make_split_writes(DCACHE_MODE_DIRECT);
