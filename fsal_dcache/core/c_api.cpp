@@ -244,13 +244,10 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 		// len 0 is posix_fadvise's own "to end of file".  On an
 		// asynchronous backend the COMMIT does not wait for it, through
 		// the file's own descriptor (fd is the caller's, for this call).
-		if (file != nullptr && !exp->backend->completes_inline()) {
-			if (const fd_ref own = lease_buffered(*exp, *file, fd, false)) {
-				drop_later(*exp, own, offset, len);
-				return 0;
-			}
-		}
-		return drop(*exp, fd, offset, len);
+		fd_ref own;
+		if (file != nullptr && !exp->backend->completes_inline())
+			own = lease_buffered(*exp, *file, fd, false);
+		return drop_later(*exp, own, fd, offset, len);
 	} catch (...) {
 		return EIO;
 	}

@@ -77,22 +77,18 @@ int drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) n
 	return r.error;
 }
 
-void drop_later(dcache_export &e, const fd_ref &fd, std::uint64_t offset, std::uint64_t length) noexcept
+int drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
-	if (e.backend->completes_inline()) {
-		(void)drop(e, fd->fd, offset, length);
-		return;
-	}
-	auto *op = new (std::nothrow) later_drop(e, fd, offset, length);
-	if (op == nullptr) {
-		(void)drop(e, fd->fd, offset, length);
-		return;
-	}
+	auto *op = own && !e.backend->completes_inline() ? new (std::nothrow) later_drop(e, own, offset, length)
+							 : nullptr;
+	if (op == nullptr)
+		return drop(e, fd, offset, length);
 	e.stats.add(stat::fadvise_calls);
 	e.stats.add(stat::drops_deferred);
 	e.backend->submit(
-		io::request{.op = io::op_kind::fadvise_dontneed, .fd = fd->fd, .offset = offset, .length = length},
+		io::request{.op = io::op_kind::fadvise_dontneed, .fd = own->fd, .offset = offset, .length = length},
 		*op);
+	return 0;
 }
 
 void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
@@ -105,12 +101,6 @@ byte_range drop_after_read_range(std::uint64_t offset, std::uint64_t bytes, bool
 {
 	const std::uint64_t start = offset - offset % k_drop_after_read_reach;
 	return {start, eof ? 0 : offset + bytes - start};
-}
-
-int drop_after_read(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept
-{
-	const byte_range r = drop_after_read_range(offset, bytes, eof);
-	return drop(e, fd, r.offset, r.length);
 }
 
 void release_boundary(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own,

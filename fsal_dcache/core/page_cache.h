@@ -25,26 +25,26 @@ void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length)
 // file).  Returns 0 or the errno.
 int drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept;
 
-// The same drop, off the caller's path: on an asynchronous backend it is
-// submitted and not waited for (the request holds fd and the export until
-// it completes; its failure is counted and logged as drop's), so a READ's
-// reply or a COMMIT does not wait for it; on a synchronous backend it runs
-// now.  Dropping late is harmless: DONTNEED leaves dirty pages alone, and
-// a page read again in between is only dropped once more.
-void drop_later(dcache_export &e, const fd_ref &fd, std::uint64_t offset, std::uint64_t length) noexcept;
+// The same drop, off the caller's path where it can be: on an asynchronous
+// backend, given `own` (a descriptor of the file the drop may keep), it is
+// submitted and not waited for (it holds own and the export until it
+// completes; its failure is counted and logged as drop's) and 0 is
+// returned, so a READ's reply or a COMMIT does not wait for it.  Otherwise
+// (a synchronous backend, or no own) it is drop() on fd, now.  Dropping
+// late is harmless: DONTNEED leaves dirty pages alone, and a page read
+// again in between is only dropped once more.
+int drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset, std::uint64_t length) noexcept;
 
 // flush, then drop.
 void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept;
 
-// The drop after a fadvise-mode READ of `bytes` at `offset`: DONTNEED
+// The range to drop after a fadvise-mode READ of `bytes` at `offset`: DONTNEED
 // drops only folios wholly inside its range, and readahead fills large
 // folios (up to 2 MiB) that straddle a READ's bounds (measured: exact
 // ranges left 31 % of a file read sequentially in 1 MiB READs resident).
 // So it reaches back to the previous 2 MiB boundary (pages a sequential
 // reader was already served; a folio straddling the end is dropped by the
 // next READ's range), and at end of file to the end.
-int drop_after_read(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept;
-// Its range, for drop_later.
 struct byte_range {
 	std::uint64_t offset = 0;
 	std::uint64_t length = 0; // 0: to end of file

@@ -217,12 +217,8 @@ void read_op::on_result(io::result r)
 	_res.eof = eof;
 	add(stat::read_bytes, r.bytes);
 	if (_s.io_cache_read == DCACHE_MODE_FADVISE && r.bytes > 0) {
-		if (_own) { // an asynchronous backend: not before the reply
-			const byte_range d = drop_after_read_range(_io.offset, r.bytes, eof);
-			drop_later(_e, _own, d.offset, d.length);
-		} else {
-			(void)drop_after_read(_e, _io.fd, _io.offset, r.bytes, eof);
-		}
+		const byte_range d = drop_after_read_range(_io.offset, r.bytes, eof);
+		(void)drop_later(_e, _own, _io.fd, d.offset, d.length); // not before the reply
 	}
 }
 

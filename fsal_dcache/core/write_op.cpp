@@ -373,11 +373,12 @@ void write_op::on_sync_result(io::result r)
 	if (!_io.stable)
 		add(stat::writes_raised_stable);
 	if (_s.io_cache_write == DCACHE_MODE_FADVISE && _io.stable && _written > 0) {
-		if (_own) { // the sync left the range clean: dropped off the reply path
-			drop_later(_e, _own, _io.offset, _written);
-		} else {
-			flush_and_drop(_e, _io.fd, _io.offset, _written);
-		}
+		// The sync left the range clean; the drop goes off the reply path
+		// where it can (without the file's own descriptor, as before:
+		// written back and dropped now).
+		if (!_own)
+			flush(_e, _io.fd, _io.offset, _written);
+		(void)drop_later(_e, _own, _io.fd, _io.offset, _written);
 	}
 }
 

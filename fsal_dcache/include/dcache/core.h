@@ -203,8 +203,6 @@ void dcache_file_truncated(struct dcache_file *file, uint64_t size) DCACHE_NOEXC
 
 /* ---- the data path ----------------------------------------------------- */
 
-/* One READ or WRITE.  fd is the sub-FSAL's descriptor for the object, valid
- * (and protected by the sub-FSAL's locks) for the duration of the call. */
 /* Who a WRITE runs as: the credentials the caller set on its thread for
  * it.  An asynchronous backend registers them once per identity instead of
  * once per request. */
@@ -215,6 +213,8 @@ struct dcache_creds {
 	const uint32_t *groups;
 };
 
+/* One READ or WRITE.  fd is the sub-FSAL's descriptor for the object, valid
+ * (and protected by the sub-FSAL's locks) for the duration of the call. */
 struct dcache_io {
 	int fd;
 	uint64_t offset;

@@ -65,8 +65,8 @@
 // request, resubmitted remainders included; the token's destructor
 // unregisters it (a second call).  capture_credentials(identity) keeps the
 // registration for the next request of the same uid, gid and groups, so a
-// server registers once per client identity, not twice per WRITE.  execute() on the reaper thread and
-// execute_now() run the request as a plain syscall in the calling thread
+// server registers once per client identity, not twice per WRITE.
+// execute() on the reaper thread and execute_now() run the request as a plain syscall in the calling thread
 // and ignore the personality (use them only for credential-insensitive
 // work there: fsync, sync_file_range, fadvise).
 //
