@@ -43,8 +43,10 @@
 # runs/WORKLOAD.VARIANT.REPEAT.perf.data (read with `perf report -i`).
 #
 # Output in DIR (default build/bench-report-<date>): runs/*.json (one per
-# run), results.json, table.md, chart.png. Needs root (loop device,
-# namespaces) and builds with ci/build.sh if the tool or plugin is missing.
+# run), results.json, table.md, chart.png (throughput), chart-cpu.png and
+# chart-pagecache.png (tools/bench_report.py --charts-only DIR redraws them).
+# Needs root (loop device, namespaces) and builds with ci/build.sh if the
+# tool or plugin is missing.
 set -euo pipefail
 
 prog=${0##*/}
@@ -161,7 +163,7 @@ EOT
          "${perf_arg[@]}" || rc=$?
   echo "elapsed: $((SECONDS - start)) s" >>"$out/machine.txt"
   python3 "$top/tools/bench_report.py" "$out" || rc=${rc:-1}
-  echo "$prog: results in $out (table.md, results.json, chart.png)" >&2
+  echo "$prog: results in $out (table.md, results.json, chart.png, chart-cpu.png, chart-pagecache.png)" >&2
   exit "$rc"
 fi
 
