@@ -3,21 +3,39 @@
 #   /vfs        plain VFS (for comparison)
 #   /dontcache  DCACHE, reads and writes with RWF_DONTCACHE
 #   /direct     DCACHE, O_DIRECT reads, O_DIRECT writes made FILE_SYNC
-# from an XFS filesystem in a loop device under the state dir. It runs a
-# short workload that writes and reads files through every export and
-# checks they round-trip, then serves until Ctrl-C / SIGTERM.
+# from an XFS filesystem in a loop device under the state dir. It writes
+# and reads files (1 byte, 1 MiB + 123 bytes, 64 MiB) through every export
+# and checks they round-trip, prints how much of them each export left in
+# the server's page cache (cachestat(2)) and what DCACHE counted (WRITEs
+# answered FILE_SYNC, COMMITs received), then serves until Ctrl-C /
+# SIGTERM, which stop it cleanly (status 0).
 #
 #   ci/demo.sh [--check] [--state DIR]
 #     --check                run the workload, verify it, stop (for CI)
-#     --state DIR            state dir (default ./state; the image is reused)
+#     --state DIR            state dir (default ./state; the image is reused,
+#                            the workload's own files are rewritten each run)
 #   DCACHE_DEMO_SECONDS=N    serve N seconds after the workload, then stop
 #   DCACHE_DEMO_IMAGE_SIZE   image size when first created (default 4G)
+#   DCACHE_BUILD_DIR         build dir (default build/); when its
+#                            fsal_dcache/adapter/libfsaldcache.so is missing,
+#                            runs ci/setup.sh and builds only that module
 #
 # Needs root. Refuses to start if something already listens on port 2049.
+# Counters go over the system bus when one runs, else over a private
+# dbus-daemon (the address is printed; tools/dcache-stats needs it).
 set -euo pipefail
+
+# A script's background commands start with SIGINT ignored, and bash cannot
+# trap a signal ignored at entry: `ci/demo.sh &` run from a script would not
+# stop on kill -INT. Start over once with SIGINT at its default.
+if (( (16#$(awk '/^SigIgn:/ { print $2 }' /proc/$$/status) >> 1) & 1 )) && [ -z "${DCACHE_DEMO_SIGINT:-}" ]; then
+  DCACHE_DEMO_SIGINT=default exec env --default-signal=INT "$BASH" "$0" "$@"
+fi
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 prog=${0##*/}
+# shellcheck source=../tools/private-dbus.sh
+. "$top/tools/private-dbus.sh"
 die() { echo "$prog: $*" >&2; exit 2; }
 
 check=0
@@ -27,7 +45,7 @@ while [ $# -gt 0 ]; do
     --check) check=1; shift ;;
     --state) [ $# -ge 2 ] || die "--state needs a directory"; state=$2; shift 2 ;;
     --state=*) state=${1#--state=}; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (try --help)" ;;
   esac
 done
@@ -35,22 +53,30 @@ seconds=${DCACHE_DEMO_SECONDS:-}
 [ -z "$seconds" ] || [[ "$seconds" =~ ^[0-9]+$ ]] || die "DCACHE_DEMO_SECONDS=$seconds: not a number of seconds"
 [ "$(id -u)" = 0 ] || die "must run as root (loop device, mount, ports below 1024)"
 
-# ---- the plugin --------------------------------------------------------------
-plugin=$top/build/fsal_dcache/adapter/libfsaldcache.so
+# ---- the plugin (only the module, never the tests) ---------------------------
+build=${DCACHE_BUILD_DIR:-$top/build}
+plugin=$build/fsal_dcache/adapter/libfsaldcache.so
 if [ ! -f "$plugin" ]; then
-  [ -x "$top/ci/build.sh" ] || [ -f "$top/ci/build.sh" ] || die "$plugin is missing and there is no ci/build.sh to build it"
-  echo "$prog: building the plugin (ci/build.sh)"
-  bash "$top/ci/build.sh"
-  [ -f "$plugin" ] || die "ci/build.sh ran but $plugin is still missing"
+  echo "$prog: $plugin is missing: setting up (ci/setup.sh), then building the module only"
+  "$top/ci/setup.sh"
+  mkdir -p "$build"
+  # configured as ci/build.sh does, so that a later ci/build.sh reuses it
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 ||
+      { cat "$build/configure.log" >&2; die "configuring $build failed"; }
+  fi
+  cmake --build "$build" --target fsaldcache -j"$(nproc)"
+  [ -f "$plugin" ] || die "built target fsaldcache but $plugin is still missing"
 fi
 fsal_dir=/usr/lib/x86_64-linux-gnu/ganesha
 [ -f "$fsal_dir/libfsalvfs.so" ] || die "$fsal_dir/libfsalvfs.so missing (run ci/setup.sh)"
-for tool in ganesha.nfsd rpcinfo rpcbind mkfs.xfs losetup ss nfs-cp nfs-cat nfs-ls; do
+for tool in ganesha.nfsd rpcinfo rpcbind mkfs.xfs losetup ss nfs-cp nfs-cat nfs-ls python3 dbus-daemon dbus-send; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run ci/setup.sh)"
 done
 
 # ---- never meet another NFS server ------------------------------------------
-if [ -n "$(ss -Hltn 'sport = :2049')" ]; then
+listeners=$(ss -Hltn 'sport = :2049') || die "ss could not list the listening sockets"
+if [ -n "$listeners" ]; then
   die "port 2049 is already in use (another NFS server?): $(ss -Hltnp 'sport = :2049' | tr -s ' ' | head -n1). Stop it or run the tests' namespaced harness (tests/e2e/with_server.sh) instead."
 fi
 
@@ -60,41 +86,79 @@ loopdev=""
 mounted=0
 ganesha_pid=""
 rpcbind_pid=""
+dbus_pid=""
+sleep_pid=""
+serving=0
+signalled=""
 # shellcheck disable=SC2317  # runs from the trap
-stop_pid() {  # pid grace-seconds name
+stop_pid() {  # pid grace-seconds name; sets stopped_rc to the pid's status
   local pid=$1 i
+  stopped_rc=0
   [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || stopped_rc=$?; return 0; }
   for ((i = 0; i < $2 * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$pid" 2>/dev/null; then
     echo "$prog: $3 (pid $pid) still running after ${2}s; SIGKILL" >&2
     kill -KILL "$pid" 2>/dev/null || true
   fi
-  wait "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || stopped_rc=$?
 }
 # shellcheck disable=SC2317  # runs from the trap
 cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  # finish teardown even if stdout is a closed pipe
-  trap '' PIPE
+  local rc=$? i
+  trap - EXIT
+  # the teardown always finishes: no second Ctrl-C cuts it short, and a
+  # closed stdout (demo | head) neither kills nor stops it
+  trap '' INT TERM HUP PIPE
   set +e
   echo "$prog: stopping"
-  stop_pid "$ganesha_pid" 20 ganesha.nfsd
-  stop_pid "$rpcbind_pid" 5 rpcbind
-  if [ "$mounted" = 1 ]; then
-    umount "$mnt" 2>/dev/null || { sleep 1; umount "$mnt"; } || umount -l "$mnt" || true
+  stop_pid "$sleep_pid" 1 sleep
+  if [ -n "$ganesha_pid" ]; then
+    stop_pid "$ganesha_pid" 20 ganesha.nfsd
+    # ganesha.nfsd exits 0 on SIGTERM: a signal here is a crash in shutdown
+    if [ "$stopped_rc" -gt 128 ]; then
+      echo "$prog: ganesha.nfsd died by signal $((stopped_rc - 128)) while stopping" >&2
+      [ "$rc" != 0 ] || rc=1
+    fi
   fi
-  [ -z "$loopdev" ] || losetup -d "$loopdev" || true
-  rm -rf "$state/work"
-  [ "$rc" = 0 ] || echo "$prog: failed (status $rc); server log: $state/ganesha.log" >&2
+  stop_pid "$dbus_pid" 5 dbus-daemon
+  stop_pid "$rpcbind_pid" 5 rpcbind
+  [ -z "$dbus_pid" ] || rm -f "$state/dbus/system_bus_socket"
+  if [ "$mounted" = 1 ]; then
+    for ((i = 0; i < 50; i++)); do umount "$mnt" 2>/dev/null && { mounted=0; break; }; sleep 0.1; done
+    if [ "$mounted" = 1 ]; then
+      echo "$prog: $mnt still busy; detaching it lazily" >&2
+      umount -l "$mnt" || true
+    fi
+  fi
+  [ -z "$loopdev" ] || losetup -d "$loopdev" || echo "$prog: could not detach $loopdev" >&2
+  [ -z "$loopdev" ] || rm -rf "$state/work"
+  if [ "$rc" = 0 ]; then
+    echo "$prog: stopped${signalled:+ on $signalled}: server stopped, $mnt unmounted${loopdev:+, $loopdev detached}; $state/xfs.img kept"
+  elif [ -n "$signalled" ] && [ "$serving" = 0 ]; then
+    echo "$prog: interrupted by $signalled before serving (status $rc); stopped, $mnt unmounted" >&2
+  else
+    echo "$prog: failed (status $rc); server log: $state/ganesha.log" >&2
+  fi
   exit "$rc"
 }
+# shellcheck disable=SC2317  # runs from the trap
+on_signal() {  # name, status when the demo was not yet serving
+  signalled=$1
+  if [ "$serving" = 1 ]; then
+    echo
+    exit 0
+  fi
+  exit "$2"
+}
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'on_signal SIGINT 130' INT
+trap 'on_signal SIGTERM 143' TERM
+trap 'on_signal SIGHUP 129' HUP
 
 # ---- filesystem (the image survives between runs) ---------------------------
+exports=(vfs dontcache direct)
+files=(one-byte misaligned sixty-four-mib)
 mkdir -p "$state" "$mnt"
 state=$(cd "$state" && pwd)
 mnt=$state/mnt
@@ -110,7 +174,12 @@ fi
 loopdev=$(losetup --direct-io=on -f --show "$state/xfs.img")
 mount "$loopdev" "$mnt"
 mounted=1
-mkdir -p "$mnt/vfs" "$mnt/dontcache" "$mnt/direct" "$state/plugins" "$state/recov" "$state/work"
+mkdir -p "$mnt/vfs" "$mnt/dontcache" "$mnt/direct" "$state/plugins" "$state/recov" "$state/work" "$state/dbus"
+# the workload's files from an earlier run go before the server starts
+# (nfs-cp does not overwrite); anything else under the exports stays
+for exp in "${exports[@]}"; do
+  for f in "${files[@]}"; do rm -f "$mnt/$exp/$f"; done
+done
 ln -sfn "$fsal_dir/libfsalvfs.so" "$state/plugins/libfsalvfs.so"
 ln -sfn "$plugin" "$state/plugins/libfsaldcache.so"
 
@@ -148,7 +217,21 @@ EXPORT {
 }
 EOF
 
-# ---- rpcbind and ganesha ----------------------------------------------------
+# ---- DBus (for the counters), rpcbind and ganesha ----------------------------
+# The system bus when it runs and no other ganesha.nfsd owns the name there;
+# else a private dbus-daemon, as tests/e2e/with_server.sh runs.
+bus_note=""
+if ! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+       org.freedesktop.DBus.NameHasOwner string:org.ganesha.nfsd 2>/dev/null | grep -q 'boolean false'; then
+  private_dbus_conf "$state/dbus/system_bus_socket" >"$state/dbus.conf"
+  rm -f "$state/dbus/system_bus_socket"
+  dbus-daemon --config-file="$state/dbus.conf" --nofork --nopidfile --nosyslog >"$state/dbus.log" 2>&1 &
+  dbus_pid=$!
+  for ((i = 0; i < 100; i++)); do [ -S "$state/dbus/system_bus_socket" ] && break; sleep 0.05; done
+  [ -S "$state/dbus/system_bus_socket" ] || { cat "$state/dbus.log" >&2; die "dbus-daemon did not create its socket"; }
+  export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$state/dbus/system_bus_socket"
+  bus_note="DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS "
+fi
 # NFSv3 needs a portmapper; use the machine's if one runs, else our own.
 if ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
   rpcbind -f -w &
@@ -178,35 +261,50 @@ Connect with libnfs-utils, for example:
   nfs-cp  somefile nfs://127.0.0.1/direct/somefile
   nfs-cat nfs://127.0.0.1/direct/somefile
   nfs-ls  'nfs://127.0.0.1/dontcache/?version=4'
+DCACHE's counters: ${bus_note}tools/dcache-stats
 Files land in $mnt/<export>; the server log is $state/ganesha.log.
 
 EOF
 
 # ---- the demo workload ------------------------------------------------------
+# Residency (cachestat(2), Linux >= 6.5; fincore's mincore(2) before that)
+# of the backing files: taken after the NFS round trips and before the
+# backing files are compared here, which reads them through the cache.
+work=$state/work
+
 echo "demo workload: write with nfs-cp (NFSv3), read back with nfs-cat (NFSv3 and NFSv4)"
 failures=0
-work=$state/work
 head -c 1 /dev/urandom >"$work/one-byte"
 head -c $((1024 * 1024 + 123)) /dev/urandom >"$work/misaligned"
-head -c $((8 * 1024 * 1024)) /dev/urandom >"$work/eight-mib"
-for exp in vfs dontcache direct; do
-  for f in one-byte misaligned eight-mib; do
-    size=$(stat -c %s "$work/$f")
-    result=ok
+head -c $((64 * 1024 * 1024)) /dev/urandom >"$work/sixty-four-mib"
+declare -A result
+for exp in "${exports[@]}"; do
+  for f in "${files[@]}"; do
+    r=ok
     if ! timeout 120 nfs-cp "$work/$f" "nfs://127.0.0.1/$exp/$f?version=3" >/dev/null 2>"$work/err"; then
-      result="write failed: $(tr '\n' ' ' <"$work/err")"
+      r="write failed: $(tr '\n' ' ' <"$work/err")"
     else
       for ver in 3 4; do
         if ! timeout 120 nfs-cat "nfs://127.0.0.1/$exp/$f?version=$ver" >"$work/back" 2>"$work/err"; then
-          result="NFSv$ver read failed: $(tr '\n' ' ' <"$work/err")"
+          r="NFSv$ver read failed: $(tr '\n' ' ' <"$work/err")"
         elif ! cmp -s "$work/$f" "$work/back"; then
-          result="NFSv$ver read returned different bytes"
+          r="NFSv$ver read returned different bytes"
         fi
       done
-      cmp -s "$work/$f" "$mnt/$exp/$f" || result="backing file $mnt/$exp/$f differs"
     fi
-    printf '  %-10s %-11s %9d bytes  %s\n' "/$exp" "$f" "$size" "$result"
-    [ "$result" = ok ] || failures=$((failures + 1))
+    result[$exp/$f]=$r
+  done
+done
+rm -f "$work/back"
+residency_ok=1
+python3 "$top/tools/demo_report.py" residency "$work/residency.json" "$mnt" "${exports[@]}" -- "${files[@]}" ||
+  { echo "demo workload: could not measure page-cache residency" >&2; residency_ok=0; }
+for exp in "${exports[@]}"; do
+  for f in "${files[@]}"; do
+    r=${result[$exp/$f]}
+    [ "$r" != ok ] || cmp -s "$work/$f" "$mnt/$exp/$f" || r="backing file $mnt/$exp/$f differs"
+    printf '  %-10s %-14s %9d bytes  %s\n' "/$exp" "$f" "$(stat -c %s "$work/$f")" "$r"
+    [ "$r" = ok ] || failures=$((failures + 1))
   done
 done
 if [ "$failures" -ne 0 ]; then
@@ -215,14 +313,22 @@ if [ "$failures" -ne 0 ]; then
 fi
 echo "demo workload: every file round-tripped through every export"
 grep -E 'DCACHE.*(refused|not valid)' "$state/ganesha.log" >&2 && exit 1
+echo
+"$top/tools/dcache-stats" --json >"$work/stats.json" 2>"$work/err" ||
+  echo "demo: DCACHE counters unavailable: $(cat "$work/err")" >&2
+[ "$residency_ok" = 0 ] || python3 "$top/tools/demo_report.py" table "$work/residency.json" "$work/stats.json"
+echo
 
 if [ "$check" = 1 ]; then
   exit 0
 fi
+serving=1
 if [ -n "$seconds" ]; then
   echo "serving for $seconds s (DCACHE_DEMO_SECONDS)"
   sleep "$seconds" &
-  wait $! || true
+  sleep_pid=$!
+  wait "$sleep_pid" || true
+  sleep_pid=""
   exit 0
 fi
 echo "serving until Ctrl-C"
