@@ -28,6 +28,8 @@ packages=(
   util-linux procps gnuplot-nox python3
   # lint: shell scripts, formatting, and clang's lock-annotation check
   shellcheck clang clang-format
+  # the Debian package and its man pages
+  debhelper lintian go-md2man man-db
 )
 
 # Installing needs root; once everything is there, setup (and so the unit
