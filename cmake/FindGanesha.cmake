@@ -7,7 +7,13 @@
 #   Ganesha_SOURCE_DIR   the tree's src/ directory
 #   Ganesha_BUILD_DIR    a configured build tree holding include/config.h
 #   Ganesha_LIBRARY_DIR  where libganesha_nfsd.so.<version> lives
-#   Ganesha_VERSION      the major.minor to link against (4.3)
+#   Ganesha_VERSION      the major.minor to link against: 4.3 (Debian 12's,
+#                        the default) or 6.5 (Debian 13's, configured and
+#                        built inside the trixie root: ci/setup.sh --ganesha 6.5,
+#                        ci/build.sh --ganesha 6.5)
+#
+# Both versions put libganesha_nfsd.so.<version> in /usr/lib/ganesha and the
+# FSAL modules in /usr/lib/<multiarch>/ganesha (for 6.5, those of the root).
 #
 # Defines the imported target Ganesha::nfsd: the headers (as SYSTEM, with
 # ntirpc's), the definitions they need, and the library.
@@ -16,7 +22,12 @@ include(FindPackageHandleStandardArgs)
 set(Ganesha_VERSION "4.3" CACHE STRING "nfs-ganesha major.minor")
 set(Ganesha_SOURCE_DIR "${PROJECT_SOURCE_DIR}/.cache/nfs-ganesha-${Ganesha_VERSION}/src"
     CACHE PATH "nfs-ganesha source tree (src/)")
-set(Ganesha_BUILD_DIR "${PROJECT_SOURCE_DIR}/.cache/ganesha-build"
+if(Ganesha_VERSION STREQUAL "4.3")
+  set(_ganesha_build_dir "${PROJECT_SOURCE_DIR}/.cache/ganesha-build")
+else()
+  set(_ganesha_build_dir "${PROJECT_SOURCE_DIR}/.cache/ganesha-build-${Ganesha_VERSION}")
+endif()
+set(Ganesha_BUILD_DIR "${_ganesha_build_dir}"
     CACHE PATH "configured Ganesha build tree holding include/config.h")
 set(Ganesha_LIBRARY_DIR "/usr/lib/ganesha" CACHE PATH "where libganesha_nfsd.so.${Ganesha_VERSION} lives")
 
@@ -27,10 +38,29 @@ find_library(Ganesha_LIBRARY NAMES "libganesha_nfsd.so.${Ganesha_VERSION}" PATHS
 find_package(PkgConfig QUIET)
 find_path(Ganesha_NTIRPC_DIR rpc/xdr.h PATH_SUFFIXES ntirpc)
 
+# Ganesha X.Y builds against ntirpc X.*: 6.5's headers with Debian 12's
+# ntirpc 4.3 (a 6.5 build on the host, outside the root) would not fit.
+unset(Ganesha_NTIRPC_FITS)
+if(Ganesha_NTIRPC_DIR AND EXISTS "${Ganesha_NTIRPC_DIR}/version.h")
+  file(STRINGS "${Ganesha_NTIRPC_DIR}/version.h" _ntirpc_major REGEX "^#define NTIRPC_VERSION_MAJOR ")
+  string(REGEX REPLACE ".* ([0-9]+).*" "\\1" _ntirpc_major "${_ntirpc_major}")
+  string(REGEX REPLACE "\\..*" "" _ganesha_major "${Ganesha_VERSION}")
+  if(_ntirpc_major STREQUAL _ganesha_major)
+    set(Ganesha_NTIRPC_FITS TRUE)
+  else()
+    message(STATUS "Ganesha ${Ganesha_VERSION} needs ntirpc ${_ganesha_major}.x, ${Ganesha_NTIRPC_DIR} is ${_ntirpc_major}.x")
+  endif()
+endif()
+
+if(Ganesha_VERSION STREQUAL "4.3")
+  set(_ganesha_setup "ci/setup.sh")
+else()
+  set(_ganesha_setup "ci/setup.sh --ganesha ${Ganesha_VERSION}, and build inside its root (ci/build.sh --ganesha ${Ganesha_VERSION})")
+endif()
 find_package_handle_standard_args(Ganesha
-  REQUIRED_VARS Ganesha_CONFIG_DIR Ganesha_INCLUDE_DIR Ganesha_LIBRARY Ganesha_NTIRPC_DIR
+  REQUIRED_VARS Ganesha_CONFIG_DIR Ganesha_INCLUDE_DIR Ganesha_LIBRARY Ganesha_NTIRPC_DIR Ganesha_NTIRPC_FITS
   VERSION_VAR Ganesha_VERSION
-  REASON_FAILURE_MESSAGE "run ci/setup.sh: it fetches Ganesha's source tree and installs nfs-ganesha and libntirpc-dev")
+  REASON_FAILURE_MESSAGE "run ${_ganesha_setup}: it fetches Ganesha's source tree and installs nfs-ganesha and libntirpc-dev")
 
 if(Ganesha_FOUND AND NOT TARGET Ganesha::nfsd)
   add_library(Ganesha::nfsd SHARED IMPORTED)

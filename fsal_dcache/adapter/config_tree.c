@@ -23,11 +23,6 @@
 #include "config_parsing.h"
 #include "config_parsing/analyse.h"
 
-/*
- * struct config_node of Debian's libganesha_nfsd.so.4.3 (config_GetBlockNode
- * reads the name at +0x38 through the blocks list at +0x10;
- * load_config_from_node tests the type at +0x30 against TYPE_BLOCK = 2).
- */
 _Static_assert(sizeof(struct config_node) == 88, "config_node size");
 #define DCACHE_CONFIG_NODE_AT(member, offset)                            \
 	_Static_assert(offsetof(struct config_node, member) == (offset), \
@@ -35,12 +30,33 @@ _Static_assert(sizeof(struct config_node) == 88, "config_node size");
 DCACHE_CONFIG_NODE_AT(filename, 32);
 DCACHE_CONFIG_NODE_AT(linenumber, 40);
 DCACHE_CONFIG_NODE_AT(type, 48);
+#if DCACHE_GANESHA_6
+/*
+ * Debian 13's libganesha_nfsd.so.6.5: every node has its parent at +0x38,
+ * before the union (load_config_from_node tests the type at +0x30 and reads
+ * the block name at +0x40).
+ */
+#define DCACHE_NODE_PARENT(node) ((node)->parent)
+DCACHE_CONFIG_NODE_AT(parent, 56);
+DCACHE_CONFIG_NODE_AT(u.term.type, 64);
+DCACHE_CONFIG_NODE_AT(u.term.op_code, 72);
+DCACHE_CONFIG_NODE_AT(u.term.varvalue, 80);
+DCACHE_CONFIG_NODE_AT(u.nterm.name, 64);
+DCACHE_CONFIG_NODE_AT(u.nterm.sub_nodes, 72);
+#else
+/*
+ * Debian 12's libganesha_nfsd.so.4.3 (config_GetBlockNode reads the name
+ * at +0x38 through the blocks list at +0x10; load_config_from_node tests
+ * the type at +0x30 against TYPE_BLOCK = 2); only blocks have a parent.
+ */
+#define DCACHE_NODE_PARENT(node) ((node)->u.nterm.parent)
 DCACHE_CONFIG_NODE_AT(u.term.type, 56);
 DCACHE_CONFIG_NODE_AT(u.term.op_code, 64);
 DCACHE_CONFIG_NODE_AT(u.term.varvalue, 72);
 DCACHE_CONFIG_NODE_AT(u.nterm.name, 56);
 DCACHE_CONFIG_NODE_AT(u.nterm.parent, 64);
 DCACHE_CONFIG_NODE_AT(u.nterm.sub_nodes, 72);
+#endif
 _Static_assert(TYPE_ROOT == 1 && TYPE_BLOCK == 2 && TYPE_STMT == 3 &&
 		       TYPE_TERM == 4,
 	       "node types");
@@ -247,13 +263,13 @@ bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
 			return true;
 	}
 	/* the EXPORT block around it */
-	exp = blk->u.nterm.parent;
+	exp = DCACHE_NODE_PARENT(blk);
 	if (exp != NULL && exp->type == TYPE_BLOCK &&
 	    stray_in(exp, "the EXPORT block", names, count, why, why_len))
 		return true;
 	/* EXPORT_DEFAULTS, and its FSAL blocks */
 	for (root = exp; root != NULL && root->type != TYPE_ROOT;
-	     root = root->u.nterm.parent)
+	     root = DCACHE_NODE_PARENT(root))
 		;
 	if (root == NULL)
 		return false;

@@ -271,9 +271,20 @@ DCACHE_EXPORT_FORWARD(struct state_t *, alloc_state,
 		      (struct fsal_export *exp_hdl, enum state_type state_type,
 		       struct state_t *related_state),
 		      state_type, related_state)
+#if DCACHE_GANESHA_6
+/* 6.x's descriptor LRU asks the export an fd carries for the fd's object;
+ * VFS's fds carry VFS's export (its handles and states are made under
+ * DCACHE_SUB_SCOPE), so this is a safety net, and it has no default. */
+DCACHE_EXPORT_FORWARD(void, get_fsal_obj_hdl,
+		      (struct fsal_export *exp_hdl, struct fsal_fd *fd,
+		       struct fsal_obj_handle **handle),
+		      fd, handle)
+#else
+/* 4.3 frees a state through its export (6.x: through the state itself). */
 DCACHE_EXPORT_FORWARD(void, free_state,
 		      (struct fsal_export *exp_hdl, struct state_t *state),
 		      state)
+#endif
 DCACHE_EXPORT_FORWARD(bool, is_superuser,
 		      (struct fsal_export *exp_hdl,
 		       const struct user_cred *creds),
@@ -304,7 +315,11 @@ void dcache_export_ops_init(struct export_ops *ops)
 	ops->get_quota = dcache_get_quota;
 	ops->set_quota = dcache_set_quota;
 	ops->alloc_state = dcache_alloc_state;
+#if DCACHE_GANESHA_6
+	ops->get_fsal_obj_hdl = dcache_get_fsal_obj_hdl;
+#else
 	ops->free_state = dcache_free_state;
+#endif
 	ops->is_superuser = dcache_is_superuser;
 }
 

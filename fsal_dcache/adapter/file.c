@@ -2,15 +2,17 @@
  * The data path: read2, write2 and commit2.
  *
  * VFS keeps owning descriptors, share reservations and locks.  For each
- * READ or WRITE the adapter borrows VFS's descriptor through VFS's own
- * find_fd(), following the locking protocol of vfs_read2/vfs_write2, and
- * hands it to the core, which plans and issues the I/O (buffered,
- * DONTCACHE, fadvise, O_DIRECT split) and reports what happened.
+ * READ or WRITE the adapter borrows VFS's descriptor the way VFS's own
+ * read2/write2 get it (4.3: find_fd() and its locking protocol; 6.x:
+ * fsal_start_io/fsal_complete_io), and hands it to the core, which plans
+ * and issues the I/O (buffered, DONTCACHE, fadvise, O_DIRECT split) and
+ * reports what happened.
  */
 #include "dcache_internal.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "export_mgr.h"
@@ -19,45 +21,93 @@
 #include "sal_data.h"
 #include "FSAL/FSAL_VFS/vfs_methods.h"
 
-/* ---- ABI of the packaged Ganesha (Debian 12, nfs-ganesha 4.3-2) ---------- */
-
-/*
- * The plugin is built against headers from the source package, not against
- * the binaries it loads into; these layouts were read off Debian's binaries
- * (see docs/architecture.md).  A config.h that does not match Debian's
- * build fails here rather than corrupting memory at run time.
- */
-_Static_assert(FSAL_MAJOR_VERSION == 11 && FSAL_MINOR_VERSION == 0,
-	       "FSAL API of Ganesha 4.3 expected");
-_Static_assert(sizeof(struct state_t) == 0xd8, "state_t size");
-_Static_assert(offsetof(struct state_t, state_type) == 0xa8,
-	       "state_t.state_type offset");
-_Static_assert(offsetof(struct state_t, stateid_other) == 0xb4,
-	       "state_t.stateid_other offset");
-_Static_assert(sizeof(struct vfs_state_fd) == 0x120, "vfs_state_fd size");
-_Static_assert(offsetof(struct vfs_state_fd, vfs_fd.openflags) == 0xd8,
-	       "vfs_state_fd.vfs_fd.openflags offset");
-_Static_assert(offsetof(struct vfs_state_fd, vfs_fd.fdlock) == 0xe0,
-	       "vfs_state_fd.vfs_fd.fdlock offset");
-_Static_assert(offsetof(struct vfs_state_fd, vfs_fd.fd) == 0x118,
-	       "vfs_state_fd.vfs_fd.fd offset");
-_Static_assert(offsetof(struct fsal_obj_handle, fs) == 0x10,
-	       "fsal_obj_handle.fs offset");
-_Static_assert(offsetof(struct fsal_obj_handle, type) == 0x60,
-	       "fsal_obj_handle.type offset");
-_Static_assert(offsetof(struct vfs_fsal_obj_handle, handle) == 0xa0,
-	       "vfs_fsal_obj_handle.handle offset");
-_Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.share) == 0xb8,
-	       "vfs_fsal_obj_handle.u.file.share offset");
-_Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.fd) == 0xd0,
-	       "vfs_fsal_obj_handle.u.file.fd offset");
-_Static_assert(offsetof(nfs_parameter_t, core_param.enable_FSALSTATS) == 0x113,
-	       "nfs_param.core_param.enable_FSALSTATS offset");
-_Static_assert(sizeof(uid_t) == sizeof(uint32_t) &&
-		       sizeof(gid_t) == sizeof(uint32_t),
-	       "dcache_creds carries uid_t/gid_t as uint32_t");
+#include "abi.h"
 
 /* ---- VFS's descriptor ----------------------------------------------------- */
+
+#if DCACHE_GANESHA_6
+
+/*
+ * 6.x: descriptors are generic (struct fsal_fd inside VFS's struct vfs_fd)
+ * and I/O on one is bracketed by fsal_start_io/fsal_complete_io, exported
+ * by Ganesha's core, which count the I/O instead of holding locks; VFS's
+ * own read2/write2 call them exactly so (FSAL/FSAL_VFS/file.c).  Only VFS's
+ * objects are handed to them, so the sub-FSAL must be VFS.
+ */
+bool dcache_resolve_vfs(struct fsal_module *sub_fsal)
+{
+	return strcasecmp(sub_fsal->name, "VFS") == 0;
+}
+
+/* A descriptor borrowed from VFS for one request, and what must be undone.
+ * Not to be copied once borrowed: out may point at tmp. */
+struct vfs_borrow {
+	int fd;
+	struct fsal_obj_handle *sub;
+	struct fsal_fd *out; /* set once I/O has started */
+	struct vfs_fd tmp;   /* a temporary descriptor, if one is needed */
+	struct state_t *state;
+	fsal_openflags_t openflags;
+};
+
+/*
+ * As vfs_read2/vfs_write2 (and, for FSAL_O_ANY, vfs_commit2) do: the
+ * state's descriptor, the global one or a temporary one; without a state,
+ * fsal_start_io also takes a share reservation for the request, given back
+ * in vfs_return_fd.
+ */
+static fsal_status_t vfs_borrow_fd(struct dcache_obj_handle *h, bool bypass,
+				   struct state_t *state,
+				   fsal_openflags_t openflags,
+				   struct vfs_borrow *b)
+{
+	struct vfs_fsal_obj_handle *vfs = container_of(
+		h->sub_handle, struct vfs_fsal_obj_handle, obj_handle);
+	fsal_status_t status;
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	b->fd = -1;
+	b->sub = h->sub_handle;
+	b->out = NULL;
+	b->state = state;
+	b->openflags = openflags;
+	/* FSAL_FD_INIT records op_ctx->fsal_export: VFS's, in this scope */
+	b->tmp = (struct vfs_fd){FSAL_FD_INIT, -1};
+	if (openflags == FSAL_O_ANY)
+		status = fsal_start_global_io(&b->out, b->sub,
+					      &vfs->u.file.fd.fsal_fd,
+					      &b->tmp.fsal_fd, FSAL_O_ANY,
+					      false, NULL);
+	else
+		status = fsal_start_io(&b->out, b->sub, &vfs->u.file.fd.fsal_fd,
+				       &b->tmp.fsal_fd, state, openflags, false,
+				       NULL, bypass, &vfs->u.file.share);
+	if (FSAL_IS_ERROR(status)) {
+		b->out = NULL;
+		return status;
+	}
+	b->fd = container_of(b->out, struct vfs_fd, fsal_fd)->fd;
+	return status;
+}
+
+static void vfs_return_fd(struct vfs_borrow *b)
+{
+	struct vfs_fsal_obj_handle *vfs;
+	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+	if (b->out == NULL)
+		return;
+	(void)fsal_complete_io(b->sub, b->out);
+	b->out = NULL;
+	if (b->state == NULL && b->openflags != FSAL_O_ANY) {
+		vfs = container_of(b->sub, struct vfs_fsal_obj_handle,
+				   obj_handle);
+		update_share_counters_locked(b->sub, &vfs->u.file.share,
+					     b->openflags, FSAL_O_CLOSED);
+	}
+}
+
+#else
 
 /* find_fd is exported by libfsalvfs.so but declared in no header; it is
  * looked up in the already loaded module rather than linked, because
@@ -128,15 +178,17 @@ static void vfs_return_fd(struct vfs_borrow *b)
 		PTHREAD_RWLOCK_unlock(&b->sub->obj_lock);
 }
 
+#endif
+
 /* ---- read2 / write2 -------------------------------------------------------- */
 
 /*
  * A READ or WRITE between its start on a Ganesha worker and its reply.
  * With the io_uring backend the core may finish it on its completion
- * thread, after read2/write2 returned: Ganesha 4.3 allows that (done_cb
- * may run from any thread; the protocol layer holds the object, the state
- * and the request until then), and wants a fresh op context for it built
- * the way FSAL_MEM does, never the request's own.
+ * thread, after read2/write2 returned: Ganesha 4.3 and 6.5 allow that
+ * (done_cb may run from any thread; the protocol layer holds the object,
+ * the state and the request until then), and want a fresh op context for
+ * it built the way FSAL_MEM does, never the request's own.
  */
 struct dcache_pending {
 	struct fsal_obj_handle *obj;
@@ -145,6 +197,10 @@ struct dcache_pending {
 	void *caller_arg;
 	struct gsh_export *ctx_export;
 	struct fsal_export *fsal_export; /* ours: done_cb goes up from here */
+	/* The client's identity: 6.x's done_cb may check access with it
+	 * (Read_Access_Check_Policy = post).  groups point into the request,
+	 * which outlives its reply. */
+	struct user_cred creds;
 	bool write;
 };
 
@@ -162,6 +218,11 @@ static void reply(const struct dcache_pending *p, struct dcache_io_result r)
 		p->arg->io_amount = r.bytes;
 		p->arg->end_of_file = r.eof;
 	}
+#if DCACHE_GANESHA_6
+	/* Non-zero asks the caller to call read2/write2 again; 9P never
+	 * clears it (docs/ganesha-6.5.md). */
+	p->arg->fsal_resume = FSAL_NORESUME;
+#endif
 	p->done_cb(p->obj, posix2fsal_status(r.error), p->arg, p->caller_arg);
 }
 
@@ -173,6 +234,7 @@ static void reply_later(void *ctx, struct dcache_io_result r)
 
 	get_gsh_export_ref(p->ctx_export);
 	init_op_context_simple(&op_context, p->ctx_export, p->fsal_export);
+	op_context.creds = p->creds;
 	reply(p, r);
 	release_op_context();
 	gsh_free(p);
@@ -204,6 +266,7 @@ static void start_io(struct fsal_obj_handle *obj, bool bypass,
 		.caller_arg = caller_arg,
 		.ctx_export = op_ctx->ctx_export,
 		.fsal_export = op_ctx->fsal_export,
+		.creds = op_ctx->creds,
 		.write = write,
 	};
 	status = vfs_borrow_fd(h, bypass, arg->state,
@@ -253,6 +316,9 @@ static void start_io(struct fsal_obj_handle *obj, bool bypass,
 refused: /* before the core saw the request */
 	vfs_return_fd(&b);
 	gsh_free(p);
+#if DCACHE_GANESHA_6
+	arg->fsal_resume = FSAL_NORESUME;
+#endif
 	done_cb(obj, status, arg, caller_arg);
 }
 
@@ -260,8 +326,13 @@ void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
 		  fsal_async_cb done_cb, struct fsal_io_arg *arg,
 		  void *caller_arg)
 {
-	/* READ_PLUS: Ganesha 4.3 never passes io_info (docs/configuration.md). */
+	/* READ_PLUS: Ganesha 4.3 never passes io_info (docs/configuration.md);
+	 * 6.5 does, but builds its reply from a copy the FSAL never sees, so
+	 * the only right answer is VFS's: not supported, at once. */
 	if (arg->info != NULL) {
+#if DCACHE_GANESHA_6
+		arg->fsal_resume = FSAL_NORESUME;
+#endif
 		done_cb(obj, fsalstat(ERR_FSAL_NOTSUPP, 0), arg, caller_arg);
 		return;
 	}

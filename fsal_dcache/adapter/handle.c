@@ -21,7 +21,7 @@ fsal_status_t dcache_wrap_handle(struct dcache_fsal_export *exp,
 	struct dcache_obj_handle *h = gsh_calloc(1, sizeof(*h));
 	struct gsh_buffdesc key;
 
-	fsal_obj_handle_init(&h->obj_handle, &exp->export, sub_handle->type);
+	DCACHE_HANDLE_INIT(&h->obj_handle, &exp->export, sub_handle->type);
 	h->obj_handle.obj_ops = &dcache_module.handle_ops;
 	h->obj_handle.fsid = sub_handle->fsid;
 	h->obj_handle.fileid = sub_handle->fileid;
@@ -63,7 +63,7 @@ static void dcache_release(struct fsal_obj_handle *obj)
 	}
 	if (h->file)
 		dcache_file_free(h->file);
-	fsal_obj_handle_fini(obj);
+	DCACHE_HANDLE_FINI(obj);
 	gsh_free(h);
 }
 
@@ -161,21 +161,27 @@ DCACHE_FORWARD_CREATE(mkdir,
 		      (struct fsal_obj_handle *obj, const char *name,
 		       struct fsal_attrlist *attrs_in,
 		       struct fsal_obj_handle **new_obj,
-		       struct fsal_attrlist *attrs_out),
-		      name, attrs_in, new_obj, attrs_out)
+		       struct fsal_attrlist *attrs_out
+		       DCACHE_DIR_ATTRS_PARAMS(parent)),
+		      name, attrs_in, new_obj, attrs_out
+		      DCACHE_DIR_ATTRS_ARGS(parent))
 DCACHE_FORWARD_CREATE(mknode,
 		      (struct fsal_obj_handle *obj, const char *name,
 		       object_file_type_t nodetype,
 		       struct fsal_attrlist *attrs_in,
 		       struct fsal_obj_handle **new_obj,
-		       struct fsal_attrlist *attrs_out),
-		      name, nodetype, attrs_in, new_obj, attrs_out)
+		       struct fsal_attrlist *attrs_out
+		       DCACHE_DIR_ATTRS_PARAMS(parent)),
+		      name, nodetype, attrs_in, new_obj, attrs_out
+		      DCACHE_DIR_ATTRS_ARGS(parent))
 DCACHE_FORWARD_CREATE(symlink,
 		      (struct fsal_obj_handle *obj, const char *name,
 		       const char *link_path, struct fsal_attrlist *attrs_in,
 		       struct fsal_obj_handle **new_obj,
-		       struct fsal_attrlist *attrs_out),
-		      name, link_path, attrs_in, new_obj, attrs_out)
+		       struct fsal_attrlist *attrs_out
+		       DCACHE_DIR_ATTRS_PARAMS(parent)),
+		      name, link_path, attrs_in, new_obj, attrs_out
+		      DCACHE_DIR_ATTRS_ARGS(parent))
 DCACHE_FORWARD_CREATE(open2,
 		      (struct fsal_obj_handle *obj, struct state_t *state,
 		       fsal_openflags_t openflags,
@@ -183,9 +189,11 @@ DCACHE_FORWARD_CREATE(open2,
 		       struct fsal_attrlist *attrs_in, fsal_verifier_t verifier,
 		       struct fsal_obj_handle **new_obj,
 		       struct fsal_attrlist *attrs_out,
-		       bool *caller_perm_check),
+		       bool *caller_perm_check
+		       DCACHE_DIR_ATTRS_PARAMS(parent)),
 		      state, openflags, createmode, name, attrs_in, verifier,
-		      new_obj, attrs_out, caller_perm_check)
+		      new_obj, attrs_out, caller_perm_check
+		      DCACHE_DIR_ATTRS_ARGS(parent))
 /* clang-format on */
 
 /* ---- setattr2 ------------------------------------------------------------ */
@@ -238,13 +246,15 @@ DCACHE_FORWARD(fsal_status_t, getattrs,
 	       attrs_out)
 DCACHE_FORWARD(fsal_status_t, link,
 	       (struct fsal_obj_handle *obj, struct fsal_obj_handle *destdir,
-		const char *name),
-	       sub_of(destdir), name)
+		const char *name DCACHE_DIR_ATTRS_PARAMS(destdir)),
+	       sub_of(destdir), name DCACHE_DIR_ATTRS_ARGS(destdir))
 DCACHE_FORWARD(fsal_status_t, rename,
 	       (struct fsal_obj_handle *obj, struct fsal_obj_handle *olddir,
 		const char *old_name, struct fsal_obj_handle *newdir,
-		const char *new_name),
-	       sub_of(olddir), old_name, sub_of(newdir), new_name)
+		const char *new_name DCACHE_DIR_ATTRS_PARAMS(olddir)
+		DCACHE_DIR_ATTRS_PARAMS(newdir)),
+	       sub_of(olddir), old_name, sub_of(newdir), new_name
+	       DCACHE_DIR_ATTRS_ARGS(olddir) DCACHE_DIR_ATTRS_ARGS(newdir))
 DCACHE_FORWARD(fsal_status_t, fallocate,
 	       (struct fsal_obj_handle *obj, struct state_t *state,
 		uint64_t offset, uint64_t length, bool allocate),
@@ -321,13 +331,14 @@ static fsal_status_t dcache_handle_to_wire(const struct fsal_obj_handle *obj,
 	return sub->obj_ops->handle_to_wire(sub, output_type, fh_desc);
 }
 
-static fsal_status_t dcache_unlink(struct fsal_obj_handle *dir,
-				   struct fsal_obj_handle *obj,
-				   const char *name)
+static fsal_status_t
+dcache_unlink(struct fsal_obj_handle *dir, struct fsal_obj_handle *obj,
+	      const char *name DCACHE_DIR_ATTRS_PARAMS(parent))
 {
 	DCACHE_SUB_SCOPE(op_ctx->fsal_export);
 
-	return sub_of(dir)->obj_ops->unlink(sub_of(dir), sub_of(obj), name);
+	return sub_of(dir)->obj_ops->unlink(sub_of(dir), sub_of(obj),
+					    name DCACHE_DIR_ATTRS_ARGS(parent));
 }
 
 /* ---- open and close ----------------------------------------------------- */

@@ -104,7 +104,7 @@ static void dcache_extract_stats(struct fsal_module *fsal_hdl, void *iter)
 			"DCACHE: out of memory building the statistics reply");
 		return;
 	}
-	PTHREAD_RWLOCK_rdlock(&fsal_hdl->lock);
+	PTHREAD_RWLOCK_rdlock(&DCACHE_FSAL_LOCK(fsal_hdl));
 	glist_for_each(node, &fsal_hdl->exports)
 	{
 		ssize_t added = append_export(
@@ -117,7 +117,7 @@ static void dcache_extract_stats(struct fsal_module *fsal_hdl, void *iter)
 		}
 		n += added;
 	}
-	PTHREAD_RWLOCK_unlock(&fsal_hdl->lock);
+	PTHREAD_RWLOCK_unlock(&DCACHE_FSAL_LOCK(fsal_hdl));
 	dbus_message_iter_close_container(reply, &entries);
 	message = n < 0 ? "Incomplete: out of memory" : n == 0 ? "None" : "OK";
 	dbus_message_iter_append_basic(reply, DBUS_TYPE_STRING, &message);
@@ -127,7 +127,7 @@ static void dcache_reset_stats(struct fsal_module *fsal_hdl)
 {
 	struct glist_head *node;
 
-	PTHREAD_RWLOCK_rdlock(&fsal_hdl->lock);
+	PTHREAD_RWLOCK_rdlock(&DCACHE_FSAL_LOCK(fsal_hdl));
 	glist_for_each(node, &fsal_hdl->exports)
 	{
 		dcache_stats_reset(
@@ -135,7 +135,7 @@ static void dcache_reset_stats(struct fsal_module *fsal_hdl)
 				glist_entry(node, struct fsal_export, exports))
 				->core);
 	}
-	PTHREAD_RWLOCK_unlock(&fsal_hdl->lock);
+	PTHREAD_RWLOCK_unlock(&DCACHE_FSAL_LOCK(fsal_hdl));
 }
 
 void dcache_stats_init(struct fsal_module *module)

@@ -3,6 +3,7 @@
 #include "settings.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iterator>

@@ -41,6 +41,14 @@
 #   DCACHE_E2E_ARTIFACTS   directory to copy ganesha.log into on failure
 #   DCACHE_E2E_TIMEOUT     seconds to wait for the server to serve (default 30)
 #   DCACHE_E2E_LOG_LEVEL   FSAL component log level (default DEBUG)
+#   DCACHE_E2E_GANESHA=6.5 run Debian 13's ganesha.nfsd 6.5, its VFS and NULL
+#                          modules, from the trixie root (ci/setup.sh
+#                          --ganesha 6.5), chrooted in the namespaces below
+#                          with the state dir, /run, /proc and /dev bound in;
+#                          rpcbind, dbus-daemon and the command stay the
+#                          host's. DCACHE_PLUGIN is then a 6.5 build (copied
+#                          into the state dir; DCACHE_PLUGIN_6_5, when set,
+#                          takes its place). Default 4.3: the host's.
 # shellcheck disable=SC2317  # stop_pid and cleanup run from the trap
 set -euo pipefail
 # shellcheck source=../../tools/private-dbus.sh
@@ -78,24 +86,46 @@ done
 
 fsal=${DCACHE_E2E_FSAL:-DCACHE}
 fsal_dir=/usr/lib/x86_64-linux-gnu/ganesha
+# ganesha_root: "" runs the host's ganesha.nfsd; for 6.5 the trixie root, whose
+# fsal_dir is the same path inside it.
+ganesha_root=""
+case ${DCACHE_E2E_GANESHA:-4.3} in
+  4.3) ;;
+  6.5)
+    top=$(cd "$(dirname "$0")/../.." && pwd)
+    # shellcheck source=../../ci/trixie-root.sh
+    . "$top/ci/trixie-root.sh"
+    ganesha_root=$trixie_root
+    [ -x "$ganesha_root/usr/bin/ganesha.nfsd" ] || die "DCACHE_E2E_GANESHA=6.5: no ganesha.nfsd in $ganesha_root (run ci/setup.sh --ganesha 6.5)" ;;
+  *) die "DCACHE_E2E_GANESHA=$DCACHE_E2E_GANESHA: must be 4.3 or 6.5" ;;
+esac
+# A suite run by ctest has DCACHE_PLUGIN set to the 4.3 build; the same
+# suite against 6.5 names the 6.5 build in DCACHE_PLUGIN_6_5.
+[ -z "$ganesha_root" ] || [ -z "${DCACHE_PLUGIN_6_5:-}" ] || DCACHE_PLUGIN=$DCACHE_PLUGIN_6_5
 case $fsal in
   DCACHE)
     if [ "${DCACHE_E2E_PLUGINS:-}" = stock ]; then
       DCACHE_PLUGIN=$fsal_dir/libfsaldcache.so
-      [ -f "$DCACHE_PLUGIN" ] || die "DCACHE_E2E_PLUGINS=stock: $DCACHE_PLUGIN is not installed"
+      [ -f "$ganesha_root$DCACHE_PLUGIN" ] || die "DCACHE_E2E_PLUGINS=stock: $DCACHE_PLUGIN is not installed"
     fi
     [ -n "${DCACHE_PLUGIN:-}" ] || die "DCACHE_PLUGIN must name the built libfsaldcache.so (or set DCACHE_E2E_FSAL=NULL)"
-    [ -f "$DCACHE_PLUGIN" ] || die "DCACHE_PLUGIN=$DCACHE_PLUGIN: no such file"
-    plugin=$(realpath "$DCACHE_PLUGIN")
+    if [ -n "$ganesha_root" ] && [ "${DCACHE_E2E_PLUGINS:-}" = stock ]; then
+      plugin=$DCACHE_PLUGIN   # the root's, checked above
+    else
+      [ -f "$DCACHE_PLUGIN" ] || die "DCACHE_PLUGIN=$DCACHE_PLUGIN: no such file"
+      plugin=$(realpath "$DCACHE_PLUGIN")
+    fi
     plugin_name=libfsaldcache.so ;;
   NULL)
     plugin=$fsal_dir/libfsalnull.so
     plugin_name=libfsalnull.so
-    [ -f "$plugin" ] || die "$plugin missing: install nfs-ganesha-nullfs" ;;
+    [ -f "$ganesha_root$plugin" ] || die "$ganesha_root$plugin missing: install nfs-ganesha-nullfs" ;;
   *) die "DCACHE_E2E_FSAL=$fsal: must be DCACHE or NULL" ;;
 esac
-[ -f "$fsal_dir/libfsalvfs.so" ] || die "$fsal_dir/libfsalvfs.so missing: install nfs-ganesha-vfs"
-for tool in ganesha.nfsd rpcbind rpcinfo dbus-daemon mkfs.xfs losetup nsenter unshare setpriv ip; do
+[ -f "$ganesha_root$fsal_dir/libfsalvfs.so" ] || die "$ganesha_root$fsal_dir/libfsalvfs.so missing: install nfs-ganesha-vfs"
+host_tools=(ganesha.nfsd rpcbind rpcinfo dbus-daemon mkfs.xfs losetup nsenter unshare setpriv ip)
+[ -z "$ganesha_root" ] || host_tools=(chroot "${host_tools[@]:1}")
+for tool in "${host_tools[@]}"; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run ci/setup.sh)"
 done
 image_size=${DCACHE_E2E_IMAGE_SIZE:-2G}
@@ -114,6 +144,7 @@ rpcbind_pid=""
 dbus_pid=""
 ganesha_pid=""
 cmd_pid=""
+root_binds=()
 status=0
 
 # Sends SIGTERM, waits up to $2 seconds, then SIGKILL. Only ever our own
@@ -160,6 +191,12 @@ cleanup() {
   stop_pid "$dbus_pid" 5 "dbus-daemon"
   stop_pid "$rpcbind_pid" 5 "rpcbind"
   stop_pid "$holder_pid" 5 "namespace holder"
+  # the (now unmounted, empty) mount points the holder made in the root
+  if [ -n "$ganesha_root" ] && [ -n "$state" ]; then
+    rmdir "$ganesha_root$state" 2>/dev/null || true
+    [ -z "${DCACHE_E2E_MOUNT_AT:-}" ] || rmdir "$ganesha_root$DCACHE_E2E_MOUNT_AT" 2>/dev/null || true
+    for p in "${root_binds[@]}"; do rmdir -p "$ganesha_root$p" 2>/dev/null || true; done
+  fi
 
   if [ "$status" != 0 ] && [ -n "$state" ] && [ -f "$state/ganesha.log" ]; then
     local saved
@@ -225,11 +262,20 @@ mounted=1
 mkdir -p "$mnt/vfs" "$mnt/dcache"
 
 ln -s "$fsal_dir/libfsalvfs.so" "$state/plugins/libfsalvfs.so"
-ln -s "$plugin" "$state/plugins/$plugin_name"
+if [ -n "$ganesha_root" ] && [ "$fsal" = DCACHE ] && [ "${DCACHE_E2E_PLUGINS:-}" != stock ]; then
+  cp "$plugin" "$state/plugins/$plugin_name"   # the root sees the state dir, not the build
+else
+  ln -s "$plugin" "$state/plugins/$plugin_name"
+fi
 
 # ----------------------------------------------------------------- config --
 plugins_dir_line="Plugins_Dir = \"$state/plugins\";"
 [ "${DCACHE_E2E_PLUGINS:-}" != stock ] || plugins_dir_line="# Plugins_Dir: Ganesha's default ($fsal_dir)"
+# 6.5 refuses to start when prctl(PR_SET_IO_FLUSHER) fails, as it does
+# without CAP_SYS_RESOURCE (containers); 4.3 has no such call or option.
+core_param_extra=""
+[ -z "$ganesha_root" ] || core_param_extra="
+  Allow_Set_Io_Flusher_Fail = true;"
 {
   cat <<EOF
 # generated by $prog for $state
@@ -237,7 +283,7 @@ plugins_dir_line="Plugins_Dir = \"$state/plugins\";"
 # address in a namespace that has only loopback ("No IP address found for
 # 127.0.0.1"). The namespace has nothing but lo, so "any" is loopback only.
 NFS_CORE_PARAM {
-  $plugins_dir_line
+  $plugins_dir_line$core_param_extra
   Protocols = 3, 4;
   Enable_FSAL_Stats = true;
   # v3 MOUNT takes the pseudo path (/vfs), as v4 does, so one URL fits both
@@ -304,6 +350,19 @@ while IFS= read -r p; do
   esac
 done < <(grep -ohiE '(^|[^[:alnum:]_])path[[:space:]]*=[[:space:]]*"?[^";[:space:]]+' "${conf_files[@]}" |
          sed -E 's/.*=[[:space:]]*"?//')
+# With a root (6.5): the filesystems of export paths outside the state dir
+# and DCACHE_E2E_MOUNT_AT (a test's own tmpfs, say) are bound into the root
+# too, whole (Ganesha resolves an export to its filesystem by mount point).
+if [ -n "$ganesha_root" ]; then
+  while IFS= read -r p; do
+    root_binds+=("$p")
+  done < <(grep -ohiE '(^|[^[:alnum:]_])path[[:space:]]*=[[:space:]]*"?[^";[:space:]]+' "${conf_files[@]}" |
+           sed -E 's/.*=[[:space:]]*"?//' | while IFS= read -r p; do
+             case $p in "$state"/* | "$state") continue ;; esac
+             [ -z "$mount_at" ] || [ "${p#"$mount_at"}" = "$p" ] || continue
+             [ -d "$p" ] && findmnt -n -o TARGET --target "$p"
+           done | sort -u | grep -v -x /)
+fi
 
 private_dbus_conf "$state/dbus/system_bus_socket" >"$state/dbus.conf"
 export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$state/dbus/system_bus_socket"
@@ -314,14 +373,23 @@ ip netns exec "$netns" ip link set lo up
 # The holder owns the mount namespace (private /run); every daemon and the
 # command join it with nsenter, so all of them are children of this script.
 # --pdeathsig: if this script is killed outright, they do not outlive it.
+# With a root (6.5), ganesha.nfsd runs chrooted in it: the holder also
+# mounts, in this namespace only, the private /run, /proc, /dev, the state
+# dir (with the XFS in it) and DCACHE_E2E_MOUNT_AT at their own paths there.
 # shellcheck disable=SC2016  # $1 expands in the inner shell
 ip netns exec "$netns" unshare --mount --propagation private \
   setpriv --pdeathsig KILL -- \
   bash -c 'mount -t tmpfs -o size=16m,mode=755 dcache-e2e-run /run &&
     if [ -n "$2" ]; then
       mount -t tmpfs -o size=1m,mode=755 dcache-e2e-at "$(dirname "$2")" && mkdir "$2" && mount --bind "$3" "$2"
+    fi &&
+    if [ -n "$4" ]; then
+      mount --rbind /run "$4/run" && mount -t proc proc "$4/proc" && mount --rbind /dev "$4/dev" &&
+        mkdir -p "$4$5" && mount --rbind "$5" "$4$5" &&
+        if [ -n "$2" ]; then mkdir -p "$4$2" && mount --rbind "$2" "$4$2"; fi &&
+        for p in "${@:6}"; do mkdir -p "$4$p" && mount --rbind "$p" "$4$p" || exit 1; done
     fi && touch "$1" && exec sleep infinity' \
-  holder "$state/holder.ready" "$mount_at" "$mnt" &
+  holder "$state/holder.ready" "$mount_at" "$mnt" "$ganesha_root" "$state" "${root_binds[@]}" &
 holder_pid=$!
 for ((i = 0; i < 100; i++)); do
   [ -e "$state/holder.ready" ] && break
@@ -347,8 +415,10 @@ done
 [ -S "$state/dbus/system_bus_socket" ] || die "dbus-daemon did not create its socket"
 "${in_ns[@]}" rpcinfo -p 127.0.0.1 >/dev/null 2>&1 || die "rpcbind is not answering in $netns"
 
+ganesha_nfsd=(ganesha.nfsd)
+[ -z "$ganesha_root" ] || ganesha_nfsd=(chroot "$ganesha_root" /usr/bin/ganesha.nfsd)
 "${in_ns[@]}" setpriv --pdeathsig KILL -- \
-  ganesha.nfsd -F -L "$state/ganesha.log" -f "$state/ganesha.conf" -p "$state/ganesha.pid" &
+  "${ganesha_nfsd[@]}" -F -L "$state/ganesha.log" -f "$state/ganesha.conf" -p "$state/ganesha.pid" &
 ganesha_pid=$!
 
 # ------------------------------------------------------- wait for service --

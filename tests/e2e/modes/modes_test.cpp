@@ -101,14 +101,16 @@ std::string describe(const cachestat_result& c) {
 }
 
 // Skips the calling test when the environment lacks what it needs.
-#define REQUIRE_ENV(e)                                                                        \
-  do {                                                                                        \
-    if (server().empty()) {                                                                   \
-      GTEST_SKIP() << "DCACHE_SERVER not set: run under with_server.sh";                      \
-    }                                                                                         \
-    if ((e).tmpfs && env_or_empty("DCACHE_TMPFS").empty()) {                                  \
-      GTEST_SKIP() << "DCACHE_TMPFS not set: run through run_modes.sh for the tmpfs exports"; \
-    }                                                                                         \
+#define REQUIRE_ENV(e)                                                                              \
+  do {                                                                                              \
+    if (server().empty()) {                                                                         \
+      GTEST_SKIP() << "DCACHE_SERVER not set: run under with_server.sh";                            \
+    }                                                                                               \
+    if ((e).tmpfs && env_or_empty("DCACHE_TMPFS").empty()) {                                        \
+      GTEST_SKIP() << (env_or_empty("DCACHE_TMPFS_WHY").empty()                                     \
+                           ? "DCACHE_TMPFS not set: run through run_modes.sh for the tmpfs exports" \
+                           : env_or_empty("DCACHE_TMPFS_WHY"));                                     \
+    }                                                                                               \
   } while (0)
 
 std::string param_name(const export_def& e) {
