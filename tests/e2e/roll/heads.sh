@@ -17,6 +17,10 @@
 #   head_start N CONFIG    start head hN on the config text CONFIG
 #   heads_cleanup          stop and remove everything (also on failure)
 # Needs DCACHE_PLUGIN. The caller traps EXIT to heads_cleanup.
+# DCACHE_E2E_GANESHA=6.5: every head runs Debian 13's ganesha.nfsd chrooted
+# in the trixie root (ci/setup.sh --ganesha 6.5), as with_server.sh does, with
+# the 6.5 module (DCACHE_PLUGIN_6_5 when set); the config text then needs
+# $heads_core_param_extra inside NFS_CORE_PARAM.
 # shellcheck disable=SC2317  # functions run from the caller and its trap
 
 # shellcheck source=../../../tools/private-dbus.sh
@@ -30,6 +34,8 @@ heads_holders=()
 heads_daemons=()      # rpcbind and dbus-daemon pids
 heads_ganeshas=()
 heads_extra=()        # more children to stop first (the test's clients)
+heads_root=""         # the trixie root for 6.5, "" for the host's 4.3
+heads_core_param_extra=""
 
 # SIGTERM, up to $2 seconds, then SIGKILL; sets stopped_rc. Our children only.
 heads_stop_pid() {
@@ -66,6 +72,8 @@ heads_cleanup() {
   for pid in "${heads_daemons[@]}"; do heads_stop_pid "$pid" 5 "rpcbind/dbus-daemon"; done
   for pid in "${heads_holders[@]}"; do heads_stop_pid "$pid" 5 "namespace holder"; done
   for n in "${heads_netns[@]}"; do ip netns del "$n" 2>/dev/null || true; done
+  # the (now unmounted, empty) mount point the holders made in the root
+  [ -z "$heads_root" ] || [ -z "$heads_state" ] || rmdir "$heads_root$heads_state" 2>/dev/null || true
   if [ "$heads_mounted" = 1 ]; then
     for ((i = 0; i < 50; i++)); do
       umount "$heads_state/mnt" 2>/dev/null && { heads_mounted=0; break; }
@@ -94,8 +102,26 @@ heads_skip() { echo "SKIP: $*"; exit 77; }
 heads_setup() {
   local tool
   [ "$(id -u)" = 0 ] || { echo "heads: must run as root" >&2; exit 2; }
+  local ganesha=ganesha.nfsd top
+  case ${DCACHE_E2E_GANESHA:-4.3} in
+    4.3) ;;
+    6.5)
+      top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+      # shellcheck source=../../../ci/trixie-root.sh
+      . "$top/ci/trixie-root.sh"
+      heads_root=$trixie_root
+      [ -x "$heads_root/usr/bin/ganesha.nfsd" ] ||
+        { echo "heads: no ganesha.nfsd in $heads_root (run ci/setup.sh --ganesha 6.5)" >&2; exit 2; }
+      [ -z "${DCACHE_PLUGIN_6_5:-}" ] || DCACHE_PLUGIN=$DCACHE_PLUGIN_6_5
+      # 6.5 refuses to start when prctl(PR_SET_IO_FLUSHER) fails (no
+      # CAP_SYS_RESOURCE), as with_server.sh says
+      # shellcheck disable=SC2034  # read by the caller's config text
+      heads_core_param_extra="Allow_Set_Io_Flusher_Fail = true;"
+      ganesha=chroot ;;
+    *) echo "heads: DCACHE_E2E_GANESHA=$DCACHE_E2E_GANESHA: must be 4.3 or 6.5" >&2; exit 2 ;;
+  esac
   [ -f "${DCACHE_PLUGIN:-}" ] || { echo "heads: DCACHE_PLUGIN must name libfsaldcache.so" >&2; exit 2; }
-  for tool in ganesha.nfsd rpcbind rpcinfo dbus-daemon dbus-send mkfs.xfs losetup nsenter unshare \
+  for tool in "$ganesha" rpcbind rpcinfo dbus-daemon dbus-send mkfs.xfs losetup nsenter unshare \
               setpriv ip nfs-cp nfs-cat nfs-ls; do
     command -v "$tool" >/dev/null || { echo "heads: '$tool' not found (run ci/setup.sh)" >&2; exit 2; }
   done
@@ -111,7 +137,11 @@ heads_setup() {
   mount "$heads_loopdev" "$heads_state/mnt"
   heads_mounted=1
   ln -s /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so "$heads_state/plugins/libfsalvfs.so"
-  ln -s "$(realpath "$DCACHE_PLUGIN")" "$heads_state/plugins/libfsaldcache.so"
+  if [ -n "$heads_root" ]; then
+    cp "$DCACHE_PLUGIN" "$heads_state/plugins/libfsaldcache.so"   # the root sees the state dir only
+  else
+    ln -s "$(realpath "$DCACHE_PLUGIN")" "$heads_state/plugins/libfsaldcache.so"
+  fi
   cat >"$heads_state/via" <<'EOF'
 #!/bin/sh
 # via HEAD COMMAND [ARGS...]: runs COMMAND in HEAD's namespaces, on its bus
@@ -133,10 +163,16 @@ head_start() {  # N CONFIG-TEXT
   ip netns add "$ns"
   heads_netns+=("$ns")
   ip netns exec "$ns" ip link set lo up
+  # With a root (6.5) the holder also mounts, in this namespace only, the
+  # private /run, /proc, /dev and the state dir (with the XFS) into it.
   # shellcheck disable=SC2016  # $1 expands in the inner shell
   ip netns exec "$ns" unshare --mount --propagation private setpriv --pdeathsig KILL -- \
-    bash -c 'mount -t tmpfs -o size=16m,mode=755 dcache-roll-run /run && touch "$1" && exec sleep infinity' \
-    holder "$dir/holder.ready" &
+    bash -c 'mount -t tmpfs -o size=16m,mode=755 dcache-roll-run /run &&
+      if [ -n "$2" ]; then
+        mount --rbind /run "$2/run" && mount -t proc proc "$2/proc" && mount --rbind /dev "$2/dev" &&
+          mkdir -p "$2$3" && mount --rbind "$3" "$2$3"
+      fi && touch "$1" && exec sleep infinity' \
+    holder "$dir/holder.ready" "$heads_root" "$heads_state" &
   holder=$!
   heads_holders+=("$holder")
   for ((i = 0; i < 100; i++)); do
@@ -158,9 +194,11 @@ head_start() {  # N CONFIG-TEXT
     sleep 0.05
   done
   [ -S "$dir/dbus/system_bus_socket" ] || { echo "heads: h$n: dbus-daemon made no socket" >&2; return 1; }
+  local -a ganesha_nfsd=(ganesha.nfsd)
+  [ -z "$heads_root" ] || ganesha_nfsd=(chroot "$heads_root" /usr/bin/ganesha.nfsd)
   "${in_ns[@]}" env DBUS_SYSTEM_BUS_ADDRESS="unix:path=$dir/dbus/system_bus_socket" \
     setpriv --pdeathsig KILL -- \
-    ganesha.nfsd -F -L "$dir/ganesha.log" -f "$dir/ganesha.conf" -p "$dir/ganesha.pid" &
+    "${ganesha_nfsd[@]}" -F -L "$dir/ganesha.log" -f "$dir/ganesha.conf" -p "$dir/ganesha.pid" &
   heads_ganeshas+=("$!")
 }
 

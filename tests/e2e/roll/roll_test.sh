@@ -59,6 +59,7 @@ head_config() {  # N
   cat <<EOF
 NFS_CORE_PARAM {
   Plugins_Dir = "$st/plugins";
+  $heads_core_param_extra
   Protocols = 3, 4;
   Enable_FSAL_Stats = true;
   Mount_Path_Pseudo = true;
