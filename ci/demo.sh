@@ -10,15 +10,22 @@
 # answered FILE_SYNC, COMMITs received), then serves until Ctrl-C /
 # SIGTERM, which stop it cleanly (status 0).
 #
-#   ci/demo.sh [--check] [--state DIR]
+#   ci/demo.sh [--check] [--state DIR] [--ganesha 4.3|6.5]
 #     --check                run the workload, verify it, stop (for CI)
 #     --state DIR            state dir (default ./state; the image is reused,
 #                            the workload's own files are rewritten each run)
+#     --ganesha 6.5          Debian 13's ganesha.nfsd 6.5 (or DCACHE_GANESHA=6.5),
+#                            chrooted in the trixie root (ci/setup.sh --ganesha
+#                            6.5) in a mount namespace of its own that binds
+#                            /run, /proc, /dev and the state dir in and ends
+#                            with it; the module is build-6.5's. Default 4.3,
+#                            Debian 12's on this machine.
 #   DCACHE_DEMO_SECONDS=N    serve N seconds after the workload, then stop
 #   DCACHE_DEMO_IMAGE_SIZE   image size when first created (default 4G)
-#   DCACHE_BUILD_DIR         build dir (default build/); when its
-#                            fsal_dcache/adapter/libfsaldcache.so is missing,
-#                            runs ci/setup.sh and builds only that module
+#   DCACHE_BUILD_DIR         build dir (default build/, for 6.5 build-6.5/);
+#                            when its fsal_dcache/adapter/libfsaldcache.so is
+#                            missing, runs ci/setup.sh and builds only that
+#                            module (for 6.5 with ci/build.sh --ganesha 6.5)
 #
 # Needs root. Refuses to start if something already listens on port 2049.
 # Counters go over the system bus when one runs, else over a private
@@ -40,23 +47,46 @@ die() { echo "$prog: $*" >&2; exit 2; }
 
 check=0
 state=${DCACHE_DEMO_STATE:-$PWD/state}
+ganesha=${DCACHE_GANESHA:-4.3}
 while [ $# -gt 0 ]; do
   case $1 in
     --check) check=1; shift ;;
     --state) [ $# -ge 2 ] || die "--state needs a directory"; state=$2; shift 2 ;;
     --state=*) state=${1#--state=}; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ganesha) [ $# -ge 2 ] || die "--ganesha needs a version"; ganesha=$2; shift 2 ;;
+    --ganesha=*) ganesha=${1#--ganesha=}; shift ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (try --help)" ;;
   esac
 done
 seconds=${DCACHE_DEMO_SECONDS:-}
 [ -z "$seconds" ] || [[ "$seconds" =~ ^[0-9]+$ ]] || die "DCACHE_DEMO_SECONDS=$seconds: not a number of seconds"
 [ "$(id -u)" = 0 ] || die "must run as root (loop device, mount, ports below 1024)"
+# root: "" runs the host's ganesha.nfsd (4.3); for 6.5 the trixie root's
+root=""
+case $ganesha in
+  4.3) ;;
+  6.5)
+    # shellcheck source=trixie-root.sh
+    . "$top/ci/trixie-root.sh"
+    root=$trixie_root ;;
+  *) die "--ganesha $ganesha: must be 4.3 or 6.5" ;;
+esac
 
 # ---- the plugin (only the module, never the tests) ---------------------------
-build=${DCACHE_BUILD_DIR:-$top/build}
-plugin=$build/fsal_dcache/adapter/libfsaldcache.so
-if [ ! -f "$plugin" ]; then
+if [ -n "$root" ]; then
+  build=${DCACHE_BUILD_DIR:-$top/build-6.5}
+  plugin=$build/fsal_dcache/adapter/libfsaldcache.so
+  if [ ! -f "$plugin" ] || [ ! -x "$root/usr/bin/ganesha.nfsd" ]; then
+    echo "$prog: $plugin or $root/usr/bin/ganesha.nfsd is missing: setting up (ci/setup.sh --ganesha 6.5), then building the module only"
+    DCACHE_BUILD_DIR=$build "$top/ci/build.sh" --ganesha 6.5
+    [ -f "$plugin" ] || die "built target fsaldcache but $plugin is still missing"
+  fi
+else
+  build=${DCACHE_BUILD_DIR:-$top/build}
+  plugin=$build/fsal_dcache/adapter/libfsaldcache.so
+fi
+if [ -z "$root" ] && [ ! -f "$plugin" ]; then
   echo "$prog: $plugin is missing: setting up (ci/setup.sh), then building the module only"
   "$top/ci/setup.sh"
   mkdir -p "$build"
@@ -69,8 +99,10 @@ if [ ! -f "$plugin" ]; then
   [ -f "$plugin" ] || die "built target fsaldcache but $plugin is still missing"
 fi
 fsal_dir=/usr/lib/x86_64-linux-gnu/ganesha
-[ -f "$fsal_dir/libfsalvfs.so" ] || die "$fsal_dir/libfsalvfs.so missing (run ci/setup.sh)"
-for tool in ganesha.nfsd rpcinfo rpcbind mkfs.xfs losetup ss nfs-cp nfs-cat nfs-ls python3 dbus-daemon dbus-send; do
+[ -f "$root$fsal_dir/libfsalvfs.so" ] || die "$root$fsal_dir/libfsalvfs.so missing (run ci/setup.sh${root:+ --ganesha 6.5})"
+[ -z "$root" ] || [ -x "$root/usr/bin/ganesha.nfsd" ] || die "$root/usr/bin/ganesha.nfsd missing (run ci/setup.sh --ganesha 6.5)"
+if [ -n "$root" ]; then server_tools=(chroot unshare setpriv); else server_tools=(ganesha.nfsd); fi
+for tool in "${server_tools[@]}" rpcinfo rpcbind mkfs.xfs losetup ss nfs-cp nfs-cat nfs-ls python3 dbus-daemon dbus-send; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run ci/setup.sh)"
 done
 
@@ -89,6 +121,7 @@ rpcbind_pid=""
 dbus_pid=""
 sleep_pid=""
 serving=0
+root_made=""   # 6.5: the topmost directory made in the root for the state dir
 signalled=""
 # shellcheck disable=SC2317  # runs from the trap
 stop_pid() {  # pid grace-seconds name; sets stopped_rc to the pid's status
@@ -124,6 +157,11 @@ cleanup() {
   stop_pid "$dbus_pid" 5 dbus-daemon
   stop_pid "$rpcbind_pid" 5 rpcbind
   [ -z "$dbus_pid" ] || rm -f "$state/dbus/system_bus_socket"
+  # the (unmounted, empty) mount point made in the root, up to what was there
+  if [ -n "$root_made" ]; then
+    local d=$state
+    while rmdir "$root$d" 2>/dev/null && [ "$d" != "$root_made" ]; do d=$(dirname "$d"); done
+  fi
   if [ "$mounted" = 1 ]; then
     for ((i = 0; i < 50; i++)); do umount "$mnt" 2>/dev/null && { mounted=0; break; }; sleep 0.1; done
     if [ "$mounted" = 1 ]; then
@@ -181,12 +219,24 @@ for exp in "${exports[@]}"; do
   for f in "${files[@]}"; do rm -f "$mnt/$exp/$f"; done
 done
 ln -sfn "$fsal_dir/libfsalvfs.so" "$state/plugins/libfsalvfs.so"
-ln -sfn "$plugin" "$state/plugins/libfsaldcache.so"
+if [ -n "$root" ]; then
+  # the root sees the state dir, not the build (and resolves the VFS link
+  # to its own module)
+  rm -f "$state/plugins/libfsaldcache.so"
+  cp "$plugin" "$state/plugins/libfsaldcache.so"
+else
+  ln -sfn "$plugin" "$state/plugins/libfsaldcache.so"
+fi
+# 6.5 refuses to start when prctl(PR_SET_IO_FLUSHER) fails, as it does
+# without CAP_SYS_RESOURCE (containers); 4.3 has no such option.
+core_param_extra=""
+[ -z "$root" ] || core_param_extra="
+  Allow_Set_Io_Flusher_Fail = true;"
 
 cat >"$state/ganesha.conf" <<EOF
 # generated by ci/demo.sh
 NFS_CORE_PARAM {
-  Plugins_Dir = "$state/plugins";
+  Plugins_Dir = "$state/plugins";$core_param_extra
   Protocols = 3, 4;
   Bind_addr = 127.0.0.1;
   Enable_NLM = false;
@@ -239,7 +289,25 @@ if ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
   for ((i = 0; i < 50; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
 fi
 : >"$state/ganesha.log"
-ganesha.nfsd -F -L "$state/ganesha.log" -f "$state/ganesha.conf" -p "$state/ganesha.pid" &
+ganesha_args=(-F -L "$state/ganesha.log" -f "$state/ganesha.conf" -p "$state/ganesha.pid")
+if [ -n "$root" ]; then
+  # 6.5: chrooted in the root, in a mount namespace of its own (nothing is
+  # mounted on the host) holding the host's /run (rpcbind's socket, the
+  # system bus), /proc, /dev and the state dir (the XFS, the config, the
+  # log) at their own paths; unshare, bash and chroot exec one another, so
+  # $! is ganesha.nfsd's pid and the namespace ends with it (and it with
+  # the demo: --pdeathsig).
+  d=$state
+  while [ ! -e "$root$d" ]; do root_made=$d; d=$(dirname "$d"); done
+  mkdir -p "$root$state"
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  setpriv --pdeathsig KILL -- unshare --mount --propagation private -- bash -ec '
+    mount --rbind /run "$1/run"; mount -t proc proc "$1/proc"; mount --rbind /dev "$1/dev"
+    mount --rbind "$2" "$1$2"
+    exec chroot "$1" /usr/bin/ganesha.nfsd "${@:3}"' ganesha "$root" "$state" "${ganesha_args[@]}" &
+else
+  ganesha.nfsd "${ganesha_args[@]}" &
+fi
 ganesha_pid=$!
 for ((i = 0; i < 300; i++)); do
   kill -0 "$ganesha_pid" 2>/dev/null || { tail -n 20 "$state/ganesha.log" >&2; die "ganesha.nfsd exited during startup"; }
@@ -249,10 +317,12 @@ done
 timeout 5 nfs-ls "nfs://127.0.0.1/vfs/?version=3" >/dev/null 2>&1 ||
   { tail -n 20 "$state/ganesha.log" >&2; die "ganesha.nfsd did not serve within 30s"; }
 grep -h 'DCACHE: export' "$state/ganesha.log" | sed 's/^.*DCACHE: /  DCACHE: /' || true
+server_note=""
+[ -z "$root" ] || server_note=" (Debian 13's, chrooted in $root)"
 
 cat <<EOF
 
-ganesha.nfsd (pid $ganesha_pid) serves on 127.0.0.1 (NFSv3 and NFSv4):
+ganesha.nfsd $ganesha$server_note (pid $ganesha_pid) serves on 127.0.0.1 (NFSv3 and NFSv4):
   /vfs        plain VFS
   /dontcache  DCACHE: IO_Cache_Read = dontcache, IO_Cache_Write = dontcache
   /direct     DCACHE: IO_Cache_Read = direct,    IO_Cache_Write = direct_file_sync

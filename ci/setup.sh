@@ -149,6 +149,8 @@ t65_packages=(
   libcap-dev uuid-dev libnfsidmap-dev libwbclient-dev xfslibs-dev systemtap-sdt-dev
   # the server the end-to-end harness runs from the root
   nfs-ganesha nfs-ganesha-vfs nfs-ganesha-nullfs dbus rpcbind
+  # the Debian package for 6.5 (ci/package.sh --ganesha 6.5) and its man pages
+  build-essential dpkg-dev debhelper lintian go-md2man man-db
 )
 mkdir -p "$t65_dir"
 trixie_no_mounts

@@ -5,7 +5,13 @@
 #
 #   tools/bench-report.sh [--quick] [--out DIR] [--size BYTES] [--runtime SEC]
 #                         [--repeats N] [--variants a,b,...] [--workloads a,b,...]
-#                         [--memcg-limit BYTES] [--perf]
+#                         [--memcg-limit BYTES] [--perf] [--ganesha 4.3|6.5]
+#
+# --ganesha 6.5 (or DCACHE_GANESHA=6.5, as for ci/build.sh): the server is
+# Debian 13's ganesha.nfsd 6.5, chrooted in the trixie root
+# (DCACHE_E2E_GANESHA=6.5 to the harness), with the module from build-6.5/
+# (ci/build.sh --ganesha 6.5 when missing); the default is Debian 12's 4.3.
+# machine.txt and results.json ("ganesha") say which.
 #
 # Workloads (each repeated, medians reported):
 #   mix        the reference job: 60/40 read/write, 1 MiB, 16 jobs, iodepth 16,
@@ -62,6 +68,7 @@ all_workloads=(mix randread randwrite reread interleave interleave_commit_end in
 
 orig_args=("$@")
 quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" perf=0 inner=0
+ganesha=${DCACHE_GANESHA:-4.3}
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1; shift ;;
@@ -73,8 +80,10 @@ while [ $# -gt 0 ]; do
     --workloads) workloads=$2; shift 2 ;;
     --memcg-limit) memcg_limit=$2; shift 2 ;;
     --perf) perf=1; shift ;;
+    --ganesha) ganesha=$2; shift 2 ;;
+    --ganesha=*) ganesha=${1#--ganesha=}; shift ;;
     --inner) inner=1; shift ;;
-    -h|--help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -94,16 +103,30 @@ IFS=, read -r -a wlist <<<"$workloads"
 for v in "${vlist[@]}"; do [[ " ${all_variants[*]} " == *" $v "* ]] || die "unknown variant '$v' (known: ${all_variants[*]})"; done
 for w in "${wlist[@]}"; do [[ " ${all_workloads[*]} " == *" $w "* ]] || die "unknown workload '$w' (known: ${all_workloads[*]})"; done
 
+case $ganesha in 4.3|6.5) ;; *) die "--ganesha $ganesha: must be 4.3 or 6.5" ;; esac
+
 build=${DCACHE_BUILD_DIR:-$top/build}
 bench=$build/tools/dcache-bench
 plugin=$build/fsal_dcache/adapter/libfsaldcache.so
+# 6.5: the client tool is still the host's build, the module the root's
+build65=${DCACHE_BUILD_DIR_6_5:-$top/build-6.5}
+[ "$ganesha" = 4.3 ] || plugin=$build65/fsal_dcache/adapter/libfsaldcache.so
 
 # ------------------------------------------------------------ outer part --
 if [ "$inner" = 0 ]; then
   [ "$(id -u)" = 0 ] || die "must run as root (loop devices, mounts, namespaces)"
-  if [ ! -x "$bench" ] || [ ! -f "$plugin" ]; then
+  if [ ! -x "$bench" ] || { [ "$ganesha" = 4.3 ] && [ ! -f "$plugin" ]; }; then
     echo "$prog: building into $build (ci/build.sh)" >&2
     DCACHE_BUILD_DIR=$build "$top/ci/build.sh" >&2
+  fi
+  if [ ! -f "$plugin" ]; then
+    echo "$prog: building the 6.5 module into $build65 (ci/build.sh --ganesha 6.5)" >&2
+    DCACHE_BUILD_DIR=$build65 "$top/ci/build.sh" --ganesha 6.5 >&2
+  fi
+  if [ "$ganesha" = 4.3 ]; then
+    ganesha_desc="4.3 (Debian 12's nfs-ganesha $(dpkg-query -W -f='${Version}' nfs-ganesha 2>/dev/null || echo '?'), the host's ganesha.nfsd)"
+  else
+    ganesha_desc="6.5 (Debian 13's nfs-ganesha $(dpkg-query --admindir="$top/.cache/trixie/root/var/lib/dpkg" -W -f='${Version}' nfs-ganesha 2>/dev/null || echo '?'), ganesha.nfsd chrooted in .cache/trixie/root)"
   fi
   command -v python3 >/dev/null || die "python3 is needed for the report"
   [ -n "$out" ] || out=$build/bench-report-$(date +%Y%m%d-%H%M%S)
@@ -149,10 +172,14 @@ EOT
     echo "nproc: $(nproc)"
     echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
     echo "kernel: $(uname -r)"
+    echo "ganesha: $ganesha_desc"
+    echo "module: $plugin"
     echo "disk: $(lsblk -ndo NAME,SIZE,ROTA,MODEL "$(findmnt -no SOURCE --target "${TMPDIR:-/tmp}" | sed 's/[0-9]*$//')" 2>/dev/null | tr -s ' ' || echo unknown) (image on ${TMPDIR:-/tmp}, loop --direct-io=on, XFS)"
     echo "size: $size ($size_b bytes per variant), runtime: ${runtime}s, repeats: $repeats"
   } >"$out/machine.txt"
-  export DCACHE_PLUGIN=$plugin DCACHE_E2E_IMAGE_SIZE=$image DCACHE_E2E_LOG_LEVEL=${DCACHE_E2E_LOG_LEVEL:-EVENT}
+  # DCACHE_PLUGIN_6_5 would take DCACHE_PLUGIN's place in the harness
+  unset DCACHE_PLUGIN_6_5
+  export DCACHE_E2E_GANESHA=$ganesha DCACHE_PLUGIN=$plugin DCACHE_E2E_IMAGE_SIZE=$image DCACHE_E2E_LOG_LEVEL=${DCACHE_E2E_LOG_LEVEL:-EVENT}
   start=$SECONDS
   rc=0
   perf_arg=()

@@ -328,7 +328,9 @@ def main():
     if sk.exists():
         skipped["mempressure"] = sk.read_text().strip()
     machine = (d / "machine.txt").read_text() if (d / "machine.txt").exists() else ""
-    result = {"machine": machine, "variants": variants, "rows": rows,
+    # which Ganesha served (machine.txt's "ganesha: 6.5 (...)"; older reports: none)
+    gm = re.search(r"^ganesha: (\S+)", machine, re.M)
+    result = {"machine": machine, "ganesha": gm.group(1) if gm else None, "variants": variants, "rows": rows,
               "skipped": skipped, "failures": failures}
 
     def f(x, fmt="{:.1f}"):

@@ -342,7 +342,15 @@ if [ -n "$mount_at" ]; then
   [ -d "$(dirname "$mount_at")" ] || die "DCACHE_E2E_MOUNT_AT=$mount_at: $(dirname "$mount_at") does not exist"
 fi
 conf_files=("$state/ganesha.conf")
-while IFS= read -r f; do conf_files+=("$f"); done < <(sed -nE 's/^[[:space:]]*%include[[:space:]]+"?([^"]+)"?.*/\1/p' "$state/ganesha.conf")
+# With a root (6.5), ganesha.nfsd reads an absolute %include there (the
+# root's /etc/ganesha/dcache.conf, say), except below the state dir, which
+# is bound in at its own path.
+while IFS= read -r f; do
+  if [ -n "$ganesha_root" ]; then
+    case $f in "$state"/*) ;; /*) f=$ganesha_root$f ;; esac
+  fi
+  conf_files+=("$f")
+done < <(sed -nE 's/^[[:space:]]*%include[[:space:]]+"?([^"]+)"?.*/\1/p' "$state/ganesha.conf")
 while IFS= read -r p; do
   case $p in
     "$mnt"/*) mkdir -p "$p" ;;

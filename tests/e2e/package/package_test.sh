@@ -10,7 +10,14 @@
 # before the test.
 #
 #   package_test.sh          (as root; runs its checks through with_server.sh)
+#
+# DCACHE_E2E_GANESHA=6.5: the same for Debian 13, inside the trixie root
+# (ci/setup.sh --ganesha 6.5): ci/package.sh --ganesha 6.5 builds the
+# package there, dpkg installs it into the root (and purges it from there),
+# the root's man and dcache-stats answer, and the chrooted 6.5 ganesha.nfsd
+# serves the root's /etc/ganesha/dcache.conf.
 # shellcheck disable=SC2015  # `check && pass || fail`: pass always succeeds
+# shellcheck disable=SC2016  # dpkg-query formats
 set -euo pipefail
 prog=${0##*/}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +27,24 @@ fsal_dir=/usr/lib/x86_64-linux-gnu/ganesha
 passes=0 failures=0
 pass() { echo "ok: $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# root: "" for the host's Ganesha (4.3), the trixie root for 6.5; in_root
+# runs a command where the package is installed.
+ganesha=${DCACHE_E2E_GANESHA:-4.3}
+root=""
+in_root() {  # [--bind DIR]... [--] COMMAND...: the binds are the root's only
+  while [ "$1" = --bind ]; do shift 2; done
+  [ "$1" != -- ] || shift
+  "$@"
+}
+case $ganesha in
+  4.3) ;;
+  6.5)
+    # shellcheck source=../../../ci/trixie-root.sh
+    . "$top/ci/trixie-root.sh"
+    root=$trixie_root
+    in_root() { trixie_chroot "$@"; } ;;
+  *) echo "$prog: DCACHE_E2E_GANESHA=$ganesha: must be 4.3 or 6.5" >&2; exit 2 ;;
+esac
 
 if [ "${1:-}" = --inside ]; then
   : "${DCACHE_SERVER:?run me through with_server.sh}"
@@ -27,8 +52,9 @@ if [ "${1:-}" = --inside ]; then
   trap 'rm -rf "$work"' EXIT
   [ "$(findmnt -n -o SOURCE /srv/nfs)" = "$DCACHE_LOOPDEV" ] && pass "/srv/nfs is the test's XFS (in the namespace)" ||
     fail "/srv/nfs is not the test's filesystem: $(findmnt -n -o SOURCE /srv/nfs)"
-  grep -q " $fsal_dir/libfsaldcache.so\$" "/proc/$DCACHE_PID/maps" &&
-    pass "ganesha.nfsd loaded $fsal_dir/libfsaldcache.so" || fail "the module in memory is not the installed one"
+  # (a chrooted server's mappings read from here carry the root's path)
+  grep -qF " $root$fsal_dir/libfsaldcache.so" "/proc/$DCACHE_PID/maps" &&
+    pass "ganesha.nfsd loaded $root$fsal_dir/libfsaldcache.so" || fail "the module in memory is not the installed one"
   head -c $((3 * 1024 * 1024 + 123)) /dev/urandom >"$work/data"
   for exp in stream direct; do
     # the examples squash root: the client's root writes as nobody
@@ -42,7 +68,11 @@ if [ "${1:-}" = --inside ]; then
     cmp -s "$work/data" "$DCACHE_MNT/$exp/data" && pass "/$exp: the backing file holds them" ||
       fail "/$exp: backing file differs"
   done
-  /usr/bin/dcache-stats --json >"$work/stats.json" && pass "/usr/bin/dcache-stats --json" || fail "dcache-stats failed"
+  # the installed dcache-stats, in the root for 6.5 (the bus socket is in
+  # the state dir)
+  in_root --bind "$DCACHE_STATE" -- env DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" \
+    /usr/bin/dcache-stats --json >"$work/stats.json" && pass "$root/usr/bin/dcache-stats --json" ||
+    fail "dcache-stats failed"
   check_counters() {
     python3 - "$work/stats.json" <<'PY'
 import json, sys
@@ -69,46 +99,50 @@ PY
 fi
 
 [ "$(id -u)" = 0 ] || { echo "$prog: needs root (dpkg, loop devices, namespaces)" >&2; exit 2; }
-installed() { dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; }
+query() { dpkg-query --admindir="$root/var/lib/dpkg" "$@"; }
+installed() { query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; }
 was_installed=0
 installed && was_installed=1
 work=$(mktemp -d)
 cleanup() {
   local rc=$?
   if [ "$was_installed" = 0 ] && installed; then
-    dpkg --purge "$pkg" >/dev/null || { echo "$prog: dpkg --purge $pkg failed" >&2; rc=1; }
+    in_root dpkg --purge "$pkg" >/dev/null || { echo "$prog: dpkg --purge $pkg failed${root:+ in $root}" >&2; rc=1; }
   fi
+  # the mount point trixie_chroot made in the root for the .deb's directory
+  [ -z "$root" ] || rmdir "$root$work/deb" "$root$work" 2>/dev/null || true
   rm -rf "$work"
   exit "$rc"
 }
 trap cleanup EXIT
 
-DCACHE_SKIP_SETUP=1 "$top/ci/package.sh" "$work/deb" && pass "package built, lintian clean" ||
-  { fail "ci/package.sh failed"; exit 1; }
+DCACHE_SKIP_SETUP=1 "$top/ci/package.sh" --ganesha "$ganesha" "$work/deb" && pass "package for $ganesha built, lintian clean" ||
+  { fail "ci/package.sh --ganesha $ganesha failed"; exit 1; }
 deb=$(ls "$work"/deb/"$pkg"_*.deb)
-dpkg -i "$deb" >"$work/dpkg.log" 2>&1 && pass "dpkg -i $(basename "$deb")" ||
+in_root --bind "$work/deb" -- dpkg -i "$deb" >"$work/dpkg.log" 2>&1 && pass "dpkg -i $(basename "$deb")${root:+ in $root}" ||
   { cat "$work/dpkg.log"; fail "dpkg -i failed"; exit 1; }
 
-ganesha=$(dpkg-query -W -f='${Version}' nfs-ganesha)
-depends=$(dpkg-query -W -f='${Depends}' "$pkg")
-[[ "$depends" == *"nfs-ganesha (= $ganesha)"* && "$depends" == *"nfs-ganesha-vfs (= $ganesha)"* ]] &&
-  pass "Depends on nfs-ganesha and nfs-ganesha-vfs (= $ganesha)" || fail "Depends: $depends"
+ganesha_deb=$(query -W -f='${Version}' nfs-ganesha)
+depends=$(query -W -f='${Depends}' "$pkg")
+[[ "$depends" == "nfs-ganesha (= $ganesha_deb), nfs-ganesha-vfs (= $ganesha_deb), "* ]] &&
+  pass "Depends on nfs-ganesha and nfs-ganesha-vfs (= $ganesha_deb)" || fail "Depends: $depends"
 for f in "$fsal_dir/libfsaldcache.so" /usr/bin/dcache-stats /usr/bin/dcache-roll /etc/ganesha/dcache.conf; do
-  [ -e "$f" ] && pass "installed $f" || fail "$f missing"
+  [ -e "$root$f" ] && pass "installed $root$f" || fail "$root$f missing"
 done
-dpkg-query -W -f='${Conffiles}' "$pkg" | grep -q ' /etc/ganesha/dcache.conf ' &&
+query -W -f='${Conffiles}' "$pkg" | grep -q ' /etc/ganesha/dcache.conf ' &&
   pass "/etc/ganesha/dcache.conf is a conffile" || fail "/etc/ganesha/dcache.conf is not a conffile"
 for page in ganesha-dcache-config dcache-stats dcache-roll; do
-  p=$(man -w "$page" 2>/dev/null) && [ "${p#/usr/share/man/man8/}" != "$p" ] &&
-    pass "man $page: $p" || fail "man $page not found"
+  p=$(in_root man -w "$page" 2>/dev/null) && [ "${p#/usr/share/man/man8/}" != "$p" ] &&
+    pass "man $page: $p${root:+ (in the root)}" || fail "man $page not found"
 done
-/usr/bin/dcache-roll --help >/dev/null && pass "/usr/bin/dcache-roll --help" || fail "dcache-roll --help"
+in_root /usr/bin/dcache-roll --help >/dev/null && pass "/usr/bin/dcache-roll --help" || fail "dcache-roll --help"
 
 # The example exports as installed, included from the stock directory; the
 # test's XFS stands at their /srv/nfs inside the server's namespaces only.
-grep -q 'Path = /srv/nfs/direct;' /etc/ganesha/dcache.conf || fail "the example exports no longer live under /srv/nfs/"
+# (With 6.5 the chrooted server reads the root's /etc/ganesha/dcache.conf.)
+grep -q 'Path = /srv/nfs/direct;' "$root/etc/ganesha/dcache.conf" || fail "the example exports no longer live under /srv/nfs/"
 echo '%include "/etc/ganesha/dcache.conf"' >"$work/exports.conf"
-DCACHE_E2E_PLUGINS=stock DCACHE_E2E_MOUNT_AT=/srv/nfs DCACHE_E2E_LOG_LEVEL=INFO \
+DCACHE_E2E_GANESHA=$ganesha DCACHE_E2E_PLUGINS=stock DCACHE_E2E_MOUNT_AT=/srv/nfs DCACHE_E2E_LOG_LEVEL=INFO \
   "$top/tests/e2e/with_server.sh" --exports "$work/exports.conf" -- "$here/$prog" --inside &&
   pass "the installed module serves the example exports" || fail "checks against the running server (above)"
 
