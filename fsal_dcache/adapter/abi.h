@@ -35,16 +35,6 @@ _Static_assert(offsetof(struct fsal_fd, fsal_export) == 0x18,
 	       "fsal_fd.fsal_export offset");
 _Static_assert(sizeof(struct vfs_fd) == 0xd0, "vfs_fd size");
 _Static_assert(offsetof(struct vfs_fd, fd) == 0xc8, "vfs_fd.fd offset");
-_Static_assert(offsetof(struct fsal_obj_handle, fs) == 0x10,
-	       "fsal_obj_handle.fs offset");
-_Static_assert(offsetof(struct fsal_obj_handle, type) == 0x60,
-	       "fsal_obj_handle.type offset");
-_Static_assert(offsetof(struct vfs_fsal_obj_handle, handle) == 0xa0,
-	       "vfs_fsal_obj_handle.handle offset");
-_Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.share) == 0xb8,
-	       "vfs_fsal_obj_handle.u.file.share offset");
-_Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.fd) == 0xd0,
-	       "vfs_fsal_obj_handle.u.file.fd offset");
 _Static_assert(offsetof(struct vfs_fsal_module, only_one_user) == 0x320,
 	       "vfs_fsal_module.only_one_user offset");
 _Static_assert(offsetof(struct fsal_module, fsm_lock) == 0xc8,
@@ -89,6 +79,12 @@ _Static_assert(offsetof(struct vfs_state_fd, vfs_fd.fdlock) == 0xe0,
 	       "vfs_state_fd.vfs_fd.fdlock offset");
 _Static_assert(offsetof(struct vfs_state_fd, vfs_fd.fd) == 0x118,
 	       "vfs_state_fd.vfs_fd.fd offset");
+_Static_assert(offsetof(nfs_parameter_t, core_param.enable_FSALSTATS) == 0x113,
+	       "nfs_param.core_param.enable_FSALSTATS offset");
+
+#endif
+
+/* Both: the object handles did not move from 4.3 to 6.5. */
 _Static_assert(offsetof(struct fsal_obj_handle, fs) == 0x10,
 	       "fsal_obj_handle.fs offset");
 _Static_assert(offsetof(struct fsal_obj_handle, type) == 0x60,
@@ -99,11 +95,6 @@ _Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.share) == 0xb8,
 	       "vfs_fsal_obj_handle.u.file.share offset");
 _Static_assert(offsetof(struct vfs_fsal_obj_handle, u.file.fd) == 0xd0,
 	       "vfs_fsal_obj_handle.u.file.fd offset");
-_Static_assert(offsetof(nfs_parameter_t, core_param.enable_FSALSTATS) == 0x113,
-	       "nfs_param.core_param.enable_FSALSTATS offset");
-
-#endif
-
 _Static_assert(sizeof(uid_t) == sizeof(uint32_t) &&
 		       sizeof(gid_t) == sizeof(uint32_t),
 	       "dcache_creds carries uid_t/gid_t as uint32_t");
