@@ -33,6 +33,7 @@ void settings_history::publish(const dcache_settings &s)
 dcache_export::dcache_export(const dcache_settings &s, const char *n, dcache::io::backend *b) : backend(b), settings(s)
 {
 	std::snprintf(name, sizeof(name), "%s", n != nullptr ? n : "(unnamed)");
+	queue_depth = s.io_queue_depth;
 	boundary.set_limits(s.boundary_max_pages, s.boundary_max_age_ms);
 	if (b != nullptr && !b->completes_inline())
 		stats.add(dcache::core::stat::backend_io_uring);
@@ -56,7 +57,7 @@ void delete_export(dcache_export *exp) noexcept
 	// Completions still finishing touch the export and its backend.
 	{
 		mutex_lock lock(exp->inflight_mutex);
-		while (exp->inflight != 0)
+		while (exp->inflight.load(std::memory_order_acquire) != 0)
 			exp->inflight_cv.wait(lock.held());
 	}
 	delete exp;
@@ -99,15 +100,43 @@ void export_update(dcache_export &e, const dcache_settings &s)
 
 void inflight_add(dcache_export &e) noexcept
 {
-	mutex_lock lock(e.inflight_mutex);
-	++e.inflight;
+	e.inflight.fetch_add(1, std::memory_order_relaxed);
 }
 
 void inflight_done(dcache_export &e) noexcept
 {
+	std::size_t n = e.inflight.load(std::memory_order_relaxed);
+	while (n > 1)
+		if (e.inflight.compare_exchange_weak(n, n - 1, std::memory_order_release, std::memory_order_relaxed))
+			return;
+	// The last one: to zero under the lock delete_export waits with.
 	mutex_lock lock(e.inflight_mutex);
-	if (--e.inflight == 0)
+	if (e.inflight.fetch_sub(1, std::memory_order_acq_rel) == 1)
 		e.inflight_cv.notify_all();
+}
+
+bool admit(dcache_export &e, bool may_wait) noexcept
+{
+	const std::uint32_t cap = e.queue_depth;
+	std::uint32_t n = e.admitted.load(std::memory_order_relaxed);
+	bool waited = false;
+	for (;;) {
+		if (n < cap || !may_wait) {
+			if (e.admitted.compare_exchange_weak(n, n + 1, std::memory_order_acquire,
+							     std::memory_order_relaxed))
+				return waited;
+			continue;
+		}
+		waited = true;
+		e.admitted.wait(n, std::memory_order_relaxed);
+		n = e.admitted.load(std::memory_order_relaxed);
+	}
+}
+
+void admit_done(dcache_export &e) noexcept
+{
+	e.admitted.fetch_sub(1, std::memory_order_release);
+	e.admitted.notify_one();
 }
 
 } // namespace dcache::core

@@ -67,10 +67,17 @@ struct dcache_export {
 	// is per export); Boundary_Max_Pages / _Max_Age_Ms live in it.
 	dcache::core::boundary_tracker boundary{stats};
 	std::atomic<std::uint32_t> logged{0}; // log-once bits (log.h)
-	// Asynchronous requests not yet finished.
+	// Requests not yet finished.  Counted without a lock; the last one
+	// out takes inflight_mutex, so the export is never deleted between
+	// that decrement and its notify (inflight_done).
 	dcache::core::mutex inflight_mutex;
 	std::condition_variable_any inflight_cv;
-	std::size_t inflight DCACHE_GUARDED_BY(inflight_mutex) = 0;
+	std::atomic<std::size_t> inflight{0};
+	// Requests of an asynchronous backend holding a place: at most
+	// queue_depth at once (request_op::admit); the rest wait in their
+	// worker thread before they allocate anything.
+	std::atomic<std::uint32_t> admitted{0};
+	std::uint32_t queue_depth = 0; // IO_Queue_Depth the backend started with
 	// Steps running as blocking syscalls in callers' threads now, within
 	// IO_Blocking_Max (request_op::take_blocking_slot).
 	std::atomic<std::uint32_t> blocking{0};
@@ -97,5 +104,13 @@ void export_update(dcache_export &e, const dcache_settings &s);
 void inflight_add(dcache_export &e) noexcept;
 // The request's very last touch of the export: after it the export may go.
 void inflight_done(dcache_export &e) noexcept;
+
+// One of the export's places for a request of an asynchronous backend
+// (the memory bound, docs/configuration.md): waits while all
+// queue_depth are taken, unless may_wait is false (the completion
+// thread, which must never wait: it is what frees places).  Returns
+// whether it waited.
+bool admit(dcache_export &e, bool may_wait) noexcept;
+void admit_done(dcache_export &e) noexcept;
 
 } // namespace dcache::core

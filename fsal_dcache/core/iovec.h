@@ -5,6 +5,7 @@
 // Thread-safety: pure functions; an aligned_buffer belongs to one request.
 #pragma once
 
+#include "dcache_io/bounce_pool.h"
 #include "page.h"
 
 #include <sys/uio.h>
@@ -18,24 +19,30 @@
 
 namespace dcache::core {
 
-// posix_memalign'd scratch memory (aligned to at least a page), freed on
-// scope exit.
+// Scratch memory for direct I/O, page-aligned, from the bounce pool
+// (bounce_pool.h), given back on scope exit.
 class aligned_buffer {
 public:
 	aligned_buffer() = default;
 	aligned_buffer(const aligned_buffer &) = delete;
 	aligned_buffer &operator=(const aligned_buffer &) = delete;
-	~aligned_buffer() { std::free(_p); }
+	~aligned_buffer() { io::bounce_put(_p, _len); }
 
+	// align: the device's memory alignment; a page covers every one
+	// Linux has (beyond a page the request is refused).
 	[[nodiscard]] bool allocate(std::size_t align, std::size_t len) noexcept
 	{
-		align = std::max<std::size_t>(align, k_page_size);
-		return posix_memalign(&_p, align, std::max<std::size_t>(len, 1)) == 0;
+		if (align > k_page_size || _p != nullptr)
+			return false;
+		_len = std::max<std::size_t>(len, 1);
+		_p = io::bounce_get(_len);
+		return _p != nullptr;
 	}
 	[[nodiscard]] std::uint8_t *data() const noexcept { return static_cast<std::uint8_t *>(_p); }
 
 private:
 	void *_p = nullptr;
+	std::size_t _len = 0;
 };
 
 [[nodiscard]] inline std::size_t iov_total(const struct iovec *iov, int n) noexcept

@@ -137,6 +137,7 @@ bool read_op::next(io::request &req)
 	if (!_step.bounce) {
 		_cur.assign(_io.iov, _io.iov + _io.iov_count);
 	} else {
+		admit(); // before the memory, not after
 		auto buf = std::make_unique<aligned_buffer>();
 		if (!buf->allocate(_f.caps.dio.mem_align, _step.length)) {
 			fail(ENOMEM);

@@ -1,5 +1,6 @@
 #include "request_op.h"
 
+#include "dcache_io/heap_trim.h"
 #include "log.h"
 
 #include <condition_variable>
@@ -113,6 +114,15 @@ io::result request_op::run_in_slot(const io::request &req) noexcept
 	return r;
 }
 
+void request_op::admit() noexcept
+{
+	if (_admitted || blocking() || backend().completes_inline())
+		return;
+	_admitted = true;
+	if (core::admit(_e, !backend().on_completion_thread()))
+		add(stat::admission_waits);
+}
+
 void request_op::rw_request(io::request &req, io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept
 {
 	req.op = op;
@@ -130,6 +140,8 @@ dcache_io_result request_op::retire(request_op *op, bool deferred) noexcept
 	op->_direct.reset();
 	op->release();
 	dcache_export &e = op->_e;
+	if (op->_admitted)
+		admit_done(e);
 	e.stats.record(op->op(), static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
 								    std::chrono::steady_clock::now() - op->_start)
 								    .count()));
@@ -138,6 +150,7 @@ dcache_io_result request_op::retire(request_op *op, bool deferred) noexcept
 	void *const ctx = op->_done_ctx;
 	e.stats.add(deferred ? stat::io_deferred : stat::io_inline);
 	delete op;
+	io::note_heap_use();
 	inflight_done(e); // the export may go from here on
 	if (deferred && done != nullptr)
 		done(ctx, res);
@@ -209,6 +222,7 @@ bool drive(request_op *op, bool caller) noexcept
 				op->on_result(op->run_in_slot(req));
 				continue;
 			}
+			op->admit();
 			op->handoff.store(0, std::memory_order_relaxed);
 			op->submit(req);
 			if (op->handoff.exchange(2, std::memory_order_acq_rel) == 0)

@@ -74,6 +74,11 @@ public:
 	[[nodiscard]] bool take_blocking_slot() noexcept;
 	[[nodiscard]] io::result run_in_slot(const io::request &req) noexcept;
 	[[nodiscard]] bool blocking() const noexcept { return _mode != issue_mode::submit; }
+	// Takes one of the export's places (the memory bound) before the
+	// request allocates a bounce buffer or is handed to the backend;
+	// once per request, given back at retire().  Waits for a place on a
+	// worker thread, never on the completion thread.
+	void admit() noexcept;
 
 	// io::completion: the backend's answer to a submitted step.
 	void complete(io::result r) noexcept override;
@@ -124,6 +129,7 @@ private:
 	void capture_credentials();
 
 	bool _creds_tried = false;
+	bool _admitted = false;
 
 	const dcache_io_done_fn _done;
 	void *const _done_ctx;

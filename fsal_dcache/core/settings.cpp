@@ -277,7 +277,7 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.boundary_max_pages = 4096; // 16 MiB of page cache per export
 	s.boundary_max_age_ms = 5000;
 	s.io_backend = DCACHE_IO_BACKEND_IO_URING;
-	s.io_queue_depth = 64;
+	s.io_queue_depth = 32;
 	s.cached_read_fast_path = true;
 	s.io_blocking_max = 32;
 	return s;

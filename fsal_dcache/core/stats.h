@@ -37,7 +37,8 @@ namespace dcache::core {
 	X(read_nowait_hits) X(read_nowait_partial) X(read_nowait_misses)                  \
 	X(fallback_no_nowait) X(fallback_no_io_uring) X(backend_io_uring)                 \
 	X(io_deferred) X(io_inline) X(fallback_no_personality) X(write_fence_waits)       \
-	X(steps_in_caller) X(steps_blocking_in_caller) X(drops_deferred)
+	X(steps_in_caller) X(steps_blocking_in_caller) X(drops_deferred)            \
+	X(admission_waits)
 // clang-format on
 
 enum class stat : std::size_t {

@@ -195,6 +195,7 @@ bool write_op::issue_step(io::request &req)
 	int fd = _io.fd;
 	if (st.kind == step_kind::direct) {
 		if (st.bounce && !_bounce) {
+			admit(); // before the memory, not after
 			auto buf = std::make_unique<aligned_buffer>();
 			if (!buf->allocate(_f.caps.dio.mem_align, st.length)) {
 				_err = ENOMEM;

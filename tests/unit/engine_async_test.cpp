@@ -315,6 +315,68 @@ TEST_F(engine_async, fadvise_drops_go_out_after_the_reply_and_after_the_commit)
 	EXPECT_EQ(stat_of(exp, "fadvise_calls"), 2u);
 }
 
+// ---- the memory bound: IO_Queue_Depth places -----------------------------
+
+TEST_F(engine_async, requests_beyond_the_exports_places_wait_before_they_allocate)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DIRECT;
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.io_queue_depth = 2;
+	s.io_blocking_max = 0;
+	make(s);
+	const auto data = pattern(8192, 3);
+	done_probe d1, d2, d3;
+	dcache_io_result inl{};
+	ASSERT_FALSE(write_start(0, data, 1, false, d1, inl)) << "misaligned memory: a bounce buffer, handed off";
+	ASSERT_FALSE(write_start(8192, data, 1, false, d2, inl));
+	EXPECT_EQ(exp->admitted.load(), 2u);
+	ASSERT_EQ(ab.pending(), 2u);
+	// A third request (a READ into unaligned memory: a bounce buffer too)
+	// finds both places taken and waits in its worker thread.
+	std::vector<std::uint8_t> back(8192 + 1);
+	std::atomic<bool> returned{false};
+	std::thread worker([&] {
+		struct iovec v {
+			back.data() + 1, 8192
+		};
+		const dcache_io io{k_fd, 0, &v, 1, false, nullptr};
+		dcache_io_result r{};
+		(void)dcache_read_start(exp, file, &io, &done_probe::fn, &d3, &r);
+		returned = true;
+	});
+	std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	EXPECT_FALSE(returned.load()) << "started beyond IO_Queue_Depth";
+	EXPECT_EQ(ab.pending(), 2u) << "nothing more reached the backend";
+	ab.release_one(); // the first WRITE finishes: its place goes to the READ
+	worker.join();
+	EXPECT_EQ(d1.calls.load(), 1);
+	EXPECT_EQ(stat_of(exp, "admission_waits"), 1u);
+	ab.release_all();
+	EXPECT_EQ(d2.calls.load(), 1);
+	ASSERT_EQ(d3.calls.load(), 1);
+	EXPECT_EQ(d3.res.bytes, 8192u);
+	EXPECT_TRUE(std::equal(data.begin(), data.end(), back.begin() + 1));
+	EXPECT_EQ(exp->admitted.load(), 0u) << "every place given back";
+}
+
+TEST_F(engine_async, inline_requests_take_no_place)
+{
+	ab.set_cached_writes_in_caller(true);
+	dcache_settings s = dcache_settings_default();
+	s.io_queue_depth = 1;
+	s.io_blocking_max = 0;
+	make(s);
+	const auto data = pattern(4096, 4);
+	done_probe d;
+	dcache_io_result inl{};
+	for (int i = 0; i < 3; ++i)
+		ASSERT_TRUE(write_start(4096 * static_cast<std::uint64_t>(i), data, 0, false, d, inl))
+			<< "a buffered WRITE in the caller";
+	EXPECT_EQ(exp->admitted.load(), 0u);
+	EXPECT_EQ(stat_of(exp, "admission_waits"), 0u);
+}
+
 // ---- IO_Blocking_Max: device-bound steps in the caller while slots last ----
 
 TEST_F(engine_async, direct_steps_block_the_caller_within_io_blocking_max_then_go_async)
@@ -818,7 +880,7 @@ TEST(engine_async_settings, io_backend_queue_depth_and_fast_path_parse_and_rejec
 	dcache_settings_text t{};
 	ASSERT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), 0);
 	EXPECT_EQ(s.io_backend, DCACHE_IO_BACKEND_IO_URING);
-	EXPECT_EQ(s.io_queue_depth, 64u);
+	EXPECT_EQ(s.io_queue_depth, 32u);
 	EXPECT_TRUE(s.cached_read_fast_path);
 	t.io_backend = "Sync";
 	t.io_queue_depth = "4096";

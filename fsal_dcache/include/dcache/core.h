@@ -80,7 +80,7 @@ struct dcache_settings_text {
 	const char *boundary_max_pages DCACHE_UNSET;	/* 1 .. 1048576, default 4096 */
 	const char *boundary_max_age_ms DCACHE_UNSET;	/* 1 .. 3600000, default 5000 */
 	const char *io_backend DCACHE_UNSET;		/* io_uring | sync, default io_uring */
-	const char *io_queue_depth DCACHE_UNSET;	/* 1 .. 4096, default 64 */
+	const char *io_queue_depth DCACHE_UNSET;	/* 1 .. 4096, default 32 */
 	const char *cached_read_fast_path DCACHE_UNSET; /* bool, default true */
 	const char *io_blocking_max DCACHE_UNSET;	/* 0 .. 1024, default 32 */
 };
