@@ -36,6 +36,26 @@
 #   mempressure the mix job with ganesha.nfsd in a cgroup v1 memory group
 #              limited to max(SIZE/4, 384 MiB) (skipped with a reason when
 #              /sys/fs/cgroup/memory is absent)
+#   latency    the variants of DCACHE_BENCH_LATENCY_VARIANTS (default
+#              vfs,buffered,buffered_sync,direct,direct_sync), the server's
+#              device throttled to DCACHE_BENCH_LATENCY_BPS (50 MiB/s, cgroup
+#              v1 blkio): 128 connections (--quick 32) streaming uncached
+#              1 MiB READs, iodepth 4, for 20 s (--quick 6), while one probe
+#              client alternates GETATTR and a cached 4 KiB READ on a plain
+#              VFS export of the same server, 10 ms apart: the probe's
+#              latency is how long a request waits for a worker thread
+#   memory     one server per variant (DCACHE_BENCH_MEMORY_VARIANTS, default
+#              vfs,buffered,dontcache,direct): 64 connections of mixed I/O
+#              (48 jobs 60/40 1 MiB, 16 jobs 4 KiB random, iodepth 16) for
+#              DCACHE_BENCH_MEMORY_LOAD seconds (180; --quick 20), then
+#              DCACHE_BENCH_MEMORY_IDLE idle (60; --quick 10): ganesha.nfsd's
+#              RSS before, at peak and after, its threads and io-wq workers
+#   overload   one server per variant (DCACHE_BENCH_OVERLOAD_VARIANTS, default
+#              vfs,direct,direct_sync) in a cgroup v1 blkio group throttling
+#              its device to DCACHE_BENCH_OVERLOAD_BPS (50 MiB/s): 256
+#              connections x iodepth 32 of 1 MiB WRITEs (--quick: 32 x 8) for
+#              DCACHE_BENCH_OVERLOAD_LOAD seconds (20; --quick 5): RSS peak,
+#              errors, requests that waited for a place
 # Variants: vfs (plain VFS FSAL, the baseline) and one DCACHE export per
 # mode; buffered_sync, dontcache_sync and direct_sync are buffered,
 # dontcache and direct with IO_Backend = sync (the others use io_uring);
@@ -64,10 +84,12 @@ die() { echo "$prog: $*" >&2; exit 2; }
 all_variants=(vfs buffered buffered_sync dontcache dontcache_sync fadvise direct direct_sync direct_async direct_untracked
               direct_untracked_sync direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
 all_workloads=(mix randread randwrite reread interleave interleave_commit_end interleave_commit_every
-               interleave_slow mempressure commit)
+               interleave_slow mempressure commit latency memory overload)
+# workloads that measure the whole process: each variant gets a server of its own
+server_workloads=(memory overload)
 
 orig_args=("$@")
-quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" perf=0 inner=0
+quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" perf=0 inner=0 own_server=0
 ganesha=${DCACHE_GANESHA:-4.3}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -83,7 +105,8 @@ while [ $# -gt 0 ]; do
     --ganesha) ganesha=$2; shift 2 ;;
     --ganesha=*) ganesha=${1#--ganesha=}; shift ;;
     --inner) inner=1; shift ;;
-    -h|--help) sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --inner-server) inner=1; own_server=1; shift ;;
+    -h|--help) sed -n '2,74p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -152,20 +175,27 @@ if [ "$inner" = 0 ]; then
       direct_cached_edges) fsal='FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; Direct_Misaligned_Dontcache = false; FSAL { Name = VFS; } }' ;;
       direct_data_sync|direct_file_sync) fsal="FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = $v; FSAL { Name = VFS; } }" ;;
     esac
-    cat >>"$exports" <<EOT
-EXPORT {
-  Export_Id = $id; Path = "@MNT@/$v"; Pseudo = /$v;
+    block="EXPORT {
+  Export_Id = $id; Path = \"@MNT@/$v\"; Pseudo = /$v;
   Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4;
   Transports = TCP; SecType = sys;
   $fsal
-}
-EOT
+}"
+    echo "$block" >>"$exports"
+    # the same export alone, for the workloads with a server per variant
+    echo "$block" >"$out/exports.$v.conf"
     echo "$v $id" >>"$out/variants.txt"
     id=$((id + 1))
   done
+  if [[ ",$workloads," == *",latency,"* ]]; then
+    # the latency probe's export: plain VFS, its file stays cached
+    echo 'EXPORT { Export_Id = 19; Path = "@MNT@/probe"; Pseudo = /probe; Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys; FSAL { Name = VFS; } }' >>"$exports"
+  fi
   # room for every variant's data, the interleave files (SIZE/8 each, four
   # workloads) of every repeat, slack
   image=$(( (size_b * 5 / 2 + size_b * repeats / 2) * ${#vlist[@]} + (1 << 30) ))
+  # latency's streamed files (128 x 8 MiB per variant), twice for XFS's preallocation
+  [[ ",$workloads," != *",latency,"* ]] || image=$((image + ${#vlist[@]} * (2 << 30)))
   {
     echo "command: $0 ${orig_args[*]}"
     echo "date: $(date -Is)"
@@ -184,10 +214,32 @@ EOT
   rc=0
   perf_arg=()
   [ "$perf" = 0 ] || perf_arg=(--perf)
-  "$top/tests/e2e/with_server.sh" --exports "$exports" -- \
-    "$0" --inner --out "$out" --size "$size" --runtime "$runtime" --repeats "$repeats" \
-         --variants "$variants" --workloads "$workloads" ${memcg_limit:+--memcg-limit "$memcg_limit"} \
-         "${perf_arg[@]}" || rc=$?
+  quick_arg=()
+  [ "$quick" = 0 ] || quick_arg=(--quick)
+  shared=() own=()
+  for w in "${wlist[@]}"; do
+    if [[ " ${server_workloads[*]} " == *" $w "* ]]; then own+=("$w"); else shared+=("$w"); fi
+  done
+  if [ ${#shared[@]} -gt 0 ]; then
+    "$top/tests/e2e/with_server.sh" --exports "$exports" -- \
+      "$0" --inner --out "$out" --size "$size" --runtime "$runtime" --repeats "$repeats" \
+           --variants "$variants" --workloads "$(IFS=,; echo "${shared[*]}")" ${memcg_limit:+--memcg-limit "$memcg_limit"} \
+           "${perf_arg[@]}" || rc=$?
+  fi
+  mkdir -p "$out/servers"
+  for w in "${own[@]}"; do
+    case $w in
+      memory) wanted=${DCACHE_BENCH_MEMORY_VARIANTS:-vfs,buffered,dontcache,direct} ;;
+      overload) wanted=${DCACHE_BENCH_OVERLOAD_VARIANTS:-vfs,direct,direct_sync} ;;
+    esac
+    for v in "${vlist[@]}"; do
+      [[ ",$wanted," == *",$v,"* ]] || continue
+      # a server of its own: the process's memory and threads are this variant's
+      "$top/tests/e2e/with_server.sh" --no-default-exports --exports "$out/exports.$v.conf" -- \
+        "$0" --inner-server --out "$out" --size "$size" --runtime "$runtime" --repeats 1 \
+             --variants "$v" --workloads "$w" "${quick_arg[@]}" || rc=$?
+    done
+  done
   echo "elapsed: $((SECONDS - start)) s" >>"$out/machine.txt"
   python3 "$top/tools/bench_report.py" "$out" || rc=${rc:-1}
   echo "$prog: results in $out (table.md, results.json, chart.png, chart-cpu.png, chart-pagecache.png)" >&2
@@ -236,7 +288,7 @@ cleanup_all() {
   if [ -n "$memroot" ]; then umount "$memroot" 2>/dev/null; rmdir "$memroot" 2>/dev/null; fi
   return 0
 }
-trap cleanup_all EXIT
+trap 'cleanup_blkio; cleanup_all' EXIT
 # a killed run (ctest timeout, with_server.sh teardown) must still remove its group
 trap 'exit 143' TERM
 trap 'exit 130' INT
@@ -264,6 +316,175 @@ run() {  # workload variant repeat [extra dcache-bench args...]
     echo "$rc" >"$base.failed"
   fi
   return 0
+}
+
+# ---- the workloads with a server of their own (memory, overload) ----
+if [ "$quick" = 1 ]; then
+  mem_load=${DCACHE_BENCH_MEMORY_LOAD:-20} mem_idle=${DCACHE_BENCH_MEMORY_IDLE:-10} mem_file=$((16 << 20))
+  over_load=${DCACHE_BENCH_OVERLOAD_LOAD:-5} over_jobs=32 over_depth=8
+else
+  mem_load=${DCACHE_BENCH_MEMORY_LOAD:-180} mem_idle=${DCACHE_BENCH_MEMORY_IDLE:-60} mem_file=$((64 << 20))
+  over_load=${DCACHE_BENCH_OVERLOAD_LOAD:-20} over_jobs=256 over_depth=32
+fi
+over_bps=$(to_bytes "${DCACHE_BENCH_OVERLOAD_BPS:-50M}")
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$DCACHE_PID/status"; }
+# Every 0.5 s until killed: seconds, VmRSS KiB, threads, io-wq workers.
+proc_sampler() {
+  local t0=$SECONDS rss th iowq n c
+  while rss=$(rss_kib 2>/dev/null); do
+    th=0 iowq=0
+    for c in /proc/"$DCACHE_PID"/task/*/comm; do
+      read -r n 2>/dev/null <"$c" || continue
+      th=$((th + 1))
+      [[ $n != iou-wrk* ]] || iowq=$((iowq + 1))
+    done
+    echo "$((SECONDS - t0)) $rss $th $iowq"
+    sleep 0.5
+  done
+}
+# A summary of one own-server run: the samples, the server's RSS at the
+# marks, the dcache-bench results and the plugin's counters.
+server_summary() {  # base workload variant idle_kib load_end_kib after_kib rc...
+  python3 - "$@" <<'PY'
+import json, sys
+base, w, v, idle, end, after = sys.argv[1:7]
+rcs = [int(x) for x in sys.argv[7:]]
+samples = [tuple(map(int, l.split())) for l in open(base + ".samples") if len(l.split()) == 4]
+jobs = []
+for part in ("big", "small", "write"):
+    try:
+        jobs.append(json.load(open(f"{base}.{part}.json")))
+    except (OSError, ValueError):
+        pass
+out = {"workload": w, "variant": v, "idle_kib": int(idle), "load_end_kib": int(end), "after_kib": int(after),
+       "rss_peak_kib": max((s[1] for s in samples), default=0),
+       "threads_peak": max((s[2] for s in samples), default=0),
+       "iowq_peak": max((s[3] for s in samples), default=0),
+       "samples": len(samples), "exit_codes": rcs,
+       "mib_s": sum(j["total"]["mib_s"] for j in jobs),
+       "bytes": sum(j["total"]["bytes"] for j in jobs),
+       "errors": sum(j.get("errors", 0) for j in jobs),
+       "first_error": next((j.get("first_error") for j in jobs if j.get("first_error")), ""),
+       "verify_errors": sum(j.get("verify", {}).get("errors", 0) for j in jobs),
+       "server_cpu_s": sum(j["server"]["cpu_s"] for j in jobs) / max(len(jobs), 1),
+       "write_lat_p99_us": max((j["write"]["lat_p99_us"] for j in jobs if j["write"]["ops"]), default=None)}
+json.dump(out, open(base + ".json", "w"), indent=1)
+PY
+}
+# blkio (v1) group that throttles the loop device for the server
+blkroot="" blkcg=""
+cleanup_blkio() {
+  if [ -n "$blkcg" ]; then
+    echo "$DCACHE_PID" >"$blkroot/cgroup.procs" 2>/dev/null || true
+    rmdir "$blkcg" 2>/dev/null || true
+    blkcg=""
+  fi
+  if [ -n "$blkroot" ]; then umount "$blkroot" 2>/dev/null; rmdir "$blkroot" 2>/dev/null; blkroot=""; fi
+  return 0
+}
+throttle_server() {  # bytes/s, reads and writes of the loop device
+  blkroot=$(mktemp -d "${TMPDIR:-/tmp}/dcache-bench-blkio.XXXXXX")
+  mount -t cgroup -o blkio dcache-bench-blkio "$blkroot" || { rmdir "$blkroot"; blkroot=""; return 1; }
+  blkcg=$blkroot/dcache-bench-$$
+  mkdir -p "$blkcg"
+  local dev
+  dev=$(lsblk -dno MAJ:MIN "$DCACHE_LOOPDEV" | tr -d ' ')
+  echo "$dev $1" >"$blkcg/blkio.throttle.write_bps_device" &&
+    echo "$dev $1" >"$blkcg/blkio.throttle.read_bps_device" &&
+    echo "$DCACHE_PID" >"$blkcg/cgroup.procs"
+}
+
+memory_run() {  # variant
+  local v=$1 base=$out/servers/memory.$1 url="nfs://$DCACHE_SERVER/$1" rc1=0 rc2=0 idle end after sp
+  local limit=$((mem_load + 300))
+  idle=$(rss_kib)
+  fsal_stats_reset "$base.stats0"
+  proc_sampler >"$base.samples" &
+  sp=$!
+  timeout --kill-after=10 "$limit" "$bench" url="$url" rw=rw rwmixread=60 bs=1M numjobs=48 iodepth=16 \
+    size="$mem_file" filename=mem time_based=1 runtime="$mem_load" --server-pid "$DCACHE_PID" \
+    --json "$base.big.json" --no-progress 2>"$base.big.err" &
+  local b1=$!
+  timeout --kill-after=10 "$limit" "$bench" url="$url" rw=randrw bs=4k numjobs=16 iodepth=16 \
+    size="$mem_file" filename=memsmall time_based=1 runtime="$mem_load" --server-pid "$DCACHE_PID" \
+    --json "$base.small.json" --no-progress 2>"$base.small.err" &
+  local b2=$!
+  wait "$b1" || rc1=$?
+  wait "$b2" || rc2=$?
+  end=$(rss_kib)
+  log "memory $v: load done (RSS $((end / 1024)) MiB), idle ${mem_idle}s"
+  sleep "$mem_idle"
+  after=$(rss_kib)
+  kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
+  fsal_stats "$base.stats1"
+  server_summary "$base" memory "$v" "$idle" "$end" "$after" "$rc1" "$rc2"
+}
+
+overload_run() {  # variant
+  local v=$1 base=$out/servers/overload.$1 rc=0 idle end sp
+  if ! throttle_server "$over_bps"; then
+    echo "no cgroup v1 blkio controller" >"$base.skipped"
+    log "overload skipped: no writable cgroup v1 blkio controller"
+    cleanup_blkio
+    return 0
+  fi
+  idle=$(rss_kib)
+  fsal_stats_reset "$base.stats0"
+  proc_sampler >"$base.samples" &
+  sp=$!
+  # what is in flight when the load stops drains at the throttled rate
+  local drain=$((over_jobs * over_depth * 1048576 / over_bps))
+  timeout --kill-after=10 $((over_load + drain + 300)) "$bench" url="nfs://$DCACHE_SERVER/$v" rw=write bs=1M \
+    numjobs="$over_jobs" iodepth="$over_depth" size=$((64 << 20)) filename=over time_based=1 runtime="$over_load" \
+    --server-pid "$DCACHE_PID" --json "$base.write.json" --no-progress 2>"$base.write.err" || rc=$?
+  end=$(rss_kib)
+  kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
+  fsal_stats "$base.stats1"
+  cleanup_blkio
+  server_summary "$base" overload "$v" "$idle" "$end" "$end" "$rc"
+}
+
+if [ "$own_server" = 1 ]; then
+  mkdir -p "$out/servers"
+  for w in "${wlist[@]}"; do
+    for v in "${vlist[@]}"; do
+      log "$w $v: a server of its own"
+      case $w in
+        memory) memory_run "$v" ;;
+        overload) overload_run "$v" ;;
+      esac
+    done
+  done
+  exit 0
+fi
+
+# ---- latency: a probe's wait for a worker under throttled streaming ----
+if [ "$quick" = 1 ]; then lat_jobs=32 lat_load=6; else lat_jobs=${DCACHE_BENCH_LATENCY_JOBS:-128} lat_load=20; fi
+lat_depth=${DCACHE_BENCH_LATENCY_DEPTH:-4}
+lat_variants=${DCACHE_BENCH_LATENCY_VARIANTS:-vfs,buffered,buffered_sync,direct,direct_sync}
+lat_bps=$(to_bytes "${DCACHE_BENCH_LATENCY_BPS:-50M}")
+lat_file=$((8 << 20))
+latency_run() {  # variant repeat
+  local v=$1 r=$2 d=$DCACHE_MNT/$1 base=$out/runs/latency.$1.$2 pp
+  if [ ! -e "$d/stream.$((lat_jobs - 1))" ]; then
+    # the streamed files, written once, before the throttle
+    "$bench" url="nfs://$DCACHE_SERVER/$v" rw=write bs=1M numjobs="$lat_jobs" iodepth=4 size="$lat_file" \
+      filename=stream --json /dev/null --no-progress 2>"$base.layout.err" || true
+  fi
+  if ! throttle_server "$lat_bps"; then
+    echo "no cgroup v1 blkio controller" >"$out/runs/latency.skipped"
+    cleanup_blkio
+    return 0
+  fi
+  (sleep 2
+   exec "$bench" url="nfs://$DCACHE_SERVER/probe" rw=probe bs=4k size=1M filename=probe verify=1 time_based=1 \
+     runtime=$((lat_load - 4)) --json "$base.probe" --no-progress 2>"$base.probe.err") &
+  pp=$!
+  run latency "$v" "$r" rw=read bs=1M numjobs="$lat_jobs" iodepth="$lat_depth" size="$lat_file" filename=stream \
+    time_based=1 runtime="$lat_load" --drop-cache "$d"
+  wait "$pp" || echo "$?" >"$base.probe.failed"
+  cleanup_blkio
 }
 
 run_timeout=$(awk -v r="$runtime" -v s="$size_b" 'BEGIN { printf "%d", 60 + 4 * r + s / 1048576 / 4 }')
@@ -313,6 +534,9 @@ for ((r = 1; r <= repeats; r++)); do
           run "$w" "$v" "$r" "${mix_args[@]}" --drop-cache "$d"
           cat "$memcg/memory.failcnt" >"$out/runs/$w.$v.$r.memcg_failcnt" 2>/dev/null || true
           cleanup_memcg ;;
+        latency)
+          [[ ",$lat_variants," == *",$v,"* ]] || continue
+          latency_run "$v" "$r" ;;
         commit) run "$w" "$v" "$r" rw=write bs=1M numjobs=4 iodepth=16 size=$((size_b / 4)) filename=commit verify=1 \
                   --drop-cache "$d" ;;
       esac

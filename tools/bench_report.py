@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 WORKLOADS = ["mix", "randread", "randwrite", "reread", "interleave", "interleave_commit_end",
-             "interleave_commit_every", "interleave_slow", "mempressure", "commit"]
+             "interleave_commit_every", "interleave_slow", "mempressure", "commit", "latency"]
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -223,6 +223,51 @@ plot {plots}
     return ok
 
 
+def server_tables(d, ids, result, failures, f):
+    """The workloads with a server per variant (servers/*.json): memory
+    under a mixed load and under overload, against vfs's."""
+    runs = {}
+    for p in sorted((d / "servers").glob("*.*.json")):
+        parts = p.name.split(".")
+        if len(parts) != 3:
+            continue  # the dcache-bench results beside each summary
+        j = json.loads(p.read_text())
+        base = p.with_suffix("")
+        c0 = fsal_counters(Path(str(base) + ".stats0"), ids[j["variant"]])
+        c1 = fsal_counters(Path(str(base) + ".stats1"), ids[j["variant"]])
+        j["plugin"] = {k: c1[k] - c0.get(k, 0) for k in c1}
+        runs.setdefault(j["workload"], []).append(j)
+        if any(j["exit_codes"]) or j["errors"] or j["verify_errors"]:
+            failures.append(f"{j['workload']} {j['variant']}: exit {j['exit_codes']}, {j['errors']} errors "
+                            f"{j['first_error']}")
+    result["servers"] = runs
+    lines = []
+    mib = lambda k: k / 1024
+    for w, title in (("memory", "Memory under a mixed load (`memory`: a server per variant; 48 connections of "
+                      "60/40 1 MiB I/O and 16 of 4 KiB random I/O, iodepth 16, then idle)"),
+                     ("overload", "Overload (`overload`: a server per variant, its device throttled by cgroup "
+                      "v1 blkio; 1 MiB WRITEs from every connection at once)")):
+        rs = runs.get(w)
+        if not rs:
+            continue
+        ref = next((r for r in rs if r["variant"] == "vfs"), None)
+        lines += ["", title + ":", "",
+                  "| variant | RSS idle MiB | RSS peak MiB | peak × VFS | RSS after MiB | after ÷ idle | "
+                  "threads / io-wq peak | MiB/s | srv CPU s | WRITE p99 ms | waited for a place | errors |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in rs:
+            lines.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} |".format(
+                r["variant"], f(mib(r["idle_kib"]), "{:.0f}"), f(mib(r["rss_peak_kib"]), "{:.0f}"),
+                f(r["rss_peak_kib"] / ref["rss_peak_kib"] if ref else None, "{:.2f}"),
+                f(mib(r["after_kib"]) if w == "memory" else None, "{:.0f}"),
+                f(r["after_kib"] / r["idle_kib"] if w == "memory" else None, "{:.2f}"),
+                r["threads_peak"], r["iowq_peak"], f(r["mib_s"]), f(r["server_cpu_s"]),
+                f(r["write_lat_p99_us"] and r["write_lat_p99_us"] / 1000, "{:.0f}"),
+                f(r["plugin"].get("admission_waits") if r["variant"] != "vfs" else None, "{:.0f}"),
+                r["errors"] + r["verify_errors"]))
+    return lines
+
+
 def main():
     args = sys.argv[1:]
     charts_only = "--charts-only" in args
@@ -324,9 +369,12 @@ def main():
             rows.append(row)
 
     skipped = {}
-    sk = d / "runs" / "mempressure.skipped"
-    if sk.exists():
-        skipped["mempressure"] = sk.read_text().strip()
+    for w in ("mempressure", "latency"):
+        sk = d / "runs" / f"{w}.skipped"
+        if sk.exists():
+            skipped[w] = sk.read_text().strip()
+    for sk in (d / "servers").glob("*.skipped"):
+        skipped[sk.name.split(".")[0]] = sk.read_text().strip()
     machine = (d / "machine.txt").read_text() if (d / "machine.txt").exists() else ""
     # which Ganesha served (machine.txt's "ganesha: 6.5 (...)"; older reports: none)
     gm = re.search(r"^ganesha: (\S+)", machine, re.M)
@@ -357,6 +405,45 @@ def main():
             lines.append("| {} | {} | {} | {} |".format(
                 r["variant"], f(p50 and p50 / 1000, "{:.1f}"), f(p99 and p99 / 1000, "{:.1f}"),
                 f(p99 / ref if ref and p99 is not None else None, "{:.2f}")))
+    # the latency probe beside the throttled streaming load
+    lrow = [r for r in rows if r["workload"] == "latency"]
+    if lrow:
+        for r in lrow:
+            ps = []
+            for p in sorted((d / "runs").glob(f"latency.{r['variant']}.*.probe")):
+                try:
+                    ps.append(json.loads(p.read_text()))
+                except ValueError as e:
+                    failures.append(f"{p.name}: unreadable JSON ({e})")
+            for p in (d / "runs").glob(f"latency.{r['variant']}.*.probe.failed"):
+                failures.append(f"latency probe {r['variant']}: dcache-bench failed: "
+                                + Path(str(p)[:-len(".failed")] + ".err").read_text()[-300:].strip())
+            for k in ("getattr", "read"):
+                r[f"probe_{k}_p50_us"] = med([j[k]["lat_p50_us"] for j in ps if j[k]["ops"]])
+                r[f"probe_{k}_p99_us"] = med([j[k]["lat_p99_us"] for j in ps if j[k]["ops"]])
+                r[f"probe_{k}_ops"] = med([j[k]["ops"] for j in ps])
+            r["probe_errors"] = sum(j["errors"] + j["verify"]["errors"] for j in ps)
+        by = {r["variant"]: r for r in lrow}
+        ms = lambda x: x and x / 1000
+        lines += ["", "Latency probe under a throttled streaming load (`latency`: 1 MiB READs from every "
+                  "streaming connection while one client alternates GETATTR and a cached 4 KiB READ on a plain "
+                  "VFS export of the same server; medians over repeats):", "",
+                  "| variant | streaming MiB/s | GETATTR p50 / p99 ms | READ p50 / p99 ms | probe ops | "
+                  "p99 × its sync twin | p99 × VFS | probe errors |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in lrow:
+            worst = lambda x: max((x.get(f"probe_{k}_p99_us") or 0) for k in ("getattr", "read")) if x else None
+            mine = worst(r)
+            twin = by.get(r["variant"] + "_sync")
+            vfs = by.get("vfs")
+            lines.append("| {} | {} | {} / {} | {} / {} | {} | {} | {} | {} |".format(
+                r["variant"], f(r["mib_s"]),
+                f(ms(r["probe_getattr_p50_us"]), "{:.1f}"), f(ms(r["probe_getattr_p99_us"]), "{:.1f}"),
+                f(ms(r["probe_read_p50_us"]), "{:.1f}"), f(ms(r["probe_read_p99_us"]), "{:.1f}"),
+                f((r["probe_getattr_ops"] or 0) + (r["probe_read_ops"] or 0), "{:.0f}"),
+                f(mine / worst(twin) if twin and worst(twin) else None, "{:.2f}"),
+                f(mine / worst(vfs) if vfs and vfs is not r and worst(vfs) else None, "{:.2f}"),
+                r["probe_errors"]))
     # server threads: what blocks where
     lines += ["", "Server threads (ganesha.nfsd, /proc/PID/task/*, every 50 ms; medians over repeats of each run's mean/peak):", "",
               "| workload | variant | threads in D mean / peak | server threads in file I/O syscall mean / peak | server threads / io-wq threads (peak) | io-wq in D mean | srv CPU s/GiB | plugin io_deferred / io_inline |",
@@ -406,6 +493,9 @@ def main():
                 g("boundary_released_by_ceiling"), g("boundary_released_at_close"),
                 g("boundary_released_by_truncate"), g("boundary_kept_at_commit"), g("edge_writebacks"),
                 f(r["commits_sent"], "{:.0f}"), f(r["cache_final_mib"], "{:.1f}"), r["verify_errors"]))
+    if not rows:
+        lines = []  # only workloads with a server of their own
+    lines += server_tables(d, ids, result, failures, f)
     for k, why in skipped.items():
         lines.append(f"\n{k}: skipped: {why}")
     for fl in failures:
@@ -415,7 +505,8 @@ def main():
     (d / "table.md").write_text(table)
     print(table)
 
-    charts(d, variants, rows)
+    if rows:
+        charts(d, variants, rows)
     return 1 if failures or any(r["verify_errors"] or r["errors"] for r in rows) else 0
 
 

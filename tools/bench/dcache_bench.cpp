@@ -65,7 +65,8 @@ struct cli_options {
 struct phase_result {
   double elapsed_s = 0;
   std::uint64_t read_bytes = 0, write_bytes = 0, read_ops = 0, write_ops = 0;
-  latency_recorder read_lat, write_lat, commit_lat;
+  latency_recorder read_lat, write_lat, commit_lat, getattr_lat;
+  std::uint64_t getattr_ops = 0;
   commit_counts commits;
   std::uint64_t verify_bytes = 0, verify_errors = 0;
   std::string first_verify_error;
@@ -78,6 +79,7 @@ struct conn;
 struct op_slot {
   conn* c = nullptr;
   bool is_read = false;
+  bool is_getattr = false;  // probe: a GETATTR, not a READ
   std::uint64_t offset = 0, len = 0;
   std::vector<std::byte> buf;
   clock_type::time_point start;
@@ -114,6 +116,7 @@ struct conn {
   std::size_t own_next = 0;
   // slow_writer: no new operation before this time
   clock_type::time_point not_before{};
+  std::uint64_t probes = 0;  // probe: operations issued (even: GETATTR)
   std::vector<std::unique_ptr<op_slot>> free_slots;
   ~conn() {
     if (fh) nfs_close(nfs, fh);
@@ -245,6 +248,20 @@ struct engine {
     op->len = len;
     op->failed = false;
     op->pending = 0;
+    op->is_getattr = spec.rw == rw_mode::probe && c.probes++ % 2 == 0;
+    if (op->is_getattr) {
+      ++c.inflight;
+      op->start = clock_type::now();
+      op->pending = 1;
+      auto* sub = new sub_rpc{op, 0, 0, {}};
+      if (nfs_fstat64_async(c.nfs, c.fh, &engine::on_getattr, sub) != 0) {
+        fail(std::string("queueing a GETATTR failed: ") + nfs_get_error(c.nfs));
+        delete sub;
+        op->failed = true;
+        sub_done(op);
+      }
+      return;
+    }
     if (!is_read) {
       op->buf.resize(len);
       fill_pattern(op->buf, off, c.file_seed);
@@ -290,7 +307,10 @@ struct engine {
     conn& c = *op->c;
     const double us = std::chrono::duration<double, std::micro>(clock_type::now() - op->start).count();
     if (!op->failed) {
-      if (op->is_read) {
+      if (op->is_getattr) {
+        ++res->getattr_ops;
+        res->getattr_lat.add(us);
+      } else if (op->is_read) {
         res->read_bytes += op->len;
         ++res->read_ops;
         res->read_lat.add(us);
@@ -307,12 +327,28 @@ struct engine {
           clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                   std::chrono::duration<double, std::micro>(us * (spec.slow_writer - 1)));
     }
+    if (spec.rw == rw_mode::probe)
+      c.not_before =
+          clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                  std::chrono::duration<double, std::milli>(spec.probe_interval_ms));
     --c.inflight;
     c.free_slots.emplace_back(op);
     if (c.draining)
       maybe_fsync(c);
     else
       pump(c);
+  }
+
+  static void on_getattr(int err, nfs_context* nfs, void* data, void* priv) {
+    auto* sub = static_cast<sub_rpc*>(priv);
+    engine& e = *self;
+    op_slot* op = sub->op;
+    if (err < 0) {
+      e.fail(std::string("GETATTR failed: ") + static_cast<const char*>(data ? data : nfs_get_error(nfs)));
+      op->failed = true;
+    }
+    delete sub;
+    e.sub_done(op);
   }
 
   static void on_read(int err, nfs_context* nfs, void* data, void* priv) {
@@ -969,6 +1005,7 @@ int main(int argc, char** argv) {
   j.num("elapsed_s", secs);
   write_dir(j, "read", main_res.read_bytes, main_res.read_ops, main_res.read_lat, secs);
   write_dir(j, "write", main_res.write_bytes, main_res.write_ops, main_res.write_lat, secs);
+  write_dir(j, "getattr", 0, main_res.getattr_ops, main_res.getattr_lat, secs);
   const std::uint64_t total = main_res.read_bytes + main_res.write_bytes;
   j.open("total");
   j.u64("bytes", total);

@@ -56,18 +56,21 @@ std::string_view to_string(rw_mode m) {
       return "randrw";
     case rw_mode::interleave:
       return "interleave";
+    case rw_mode::probe:
+      return "probe";
   }
   return "?";
 }
 
 bool is_random(rw_mode m) {
-  return m == rw_mode::randread || m == rw_mode::randwrite || m == rw_mode::randrw;
+  return m == rw_mode::randread || m == rw_mode::randwrite || m == rw_mode::randrw || m == rw_mode::probe;
 }
 
 bool reads_at_all(rw_mode m, unsigned rwmixread) {
   switch (m) {
     case rw_mode::read:
     case rw_mode::randread:
+    case rw_mode::probe:
       return true;
     case rw_mode::rw:
     case rw_mode::randrw:
@@ -185,8 +188,10 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
       s.rw = rw_mode::randrw;
     else if (v == "interleave")
       s.rw = rw_mode::interleave;
+    else if (v == "probe")
+      s.rw = rw_mode::probe;
     else
-      return bad(key, value, "read, write, rw, randread, randwrite, randrw or interleave");
+      return bad(key, value, "read, write, rw, randread, randwrite, randrw, interleave or probe");
     return std::nullopt;
   }
   if (key == "rwmixread") return uint_of(s.rwmixread, 0, 100);
@@ -233,6 +238,14 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
     return std::nullopt;
   }
   if (key == "commit_at_end") return bool_of(s.commit_at_end);
+  if (key == "probe_interval_ms") {
+    double v = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 0) || v > 60000)
+      return bad(key, value, "milliseconds in 0..60000");
+    s.probe_interval_ms = v;
+    return std::nullopt;
+  }
   if (key == "slow_writer") {
     double v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);

@@ -14,8 +14,10 @@ namespace dcache::bench {
 
 // The access pattern of a job (fio's rw= names, plus "interleave": N
 // writers writing misaligned records of one file in an order that makes
-// every boundary page shared by two WRITEs arriving in either order).
-enum class rw_mode { read, write, rw, randread, randwrite, randrw, interleave };
+// every boundary page shared by two WRITEs arriving in either order;
+// "probe": a latency probe, alternating GETATTR and a random bs READ of
+// its file, one at a time, probe_interval_ms apart).
+enum class rw_mode { read, write, rw, randread, randwrite, randrw, interleave, probe };
 
 [[nodiscard]] std::string_view to_string(rw_mode m);
 [[nodiscard]] bool is_random(rw_mode m);
@@ -44,10 +46,11 @@ struct job_spec {
   // j writes records j, j+numjobs, ... in order (neighbours in the file
   // are different writers, which finish at their own pace).
   enum class record_order { shared, stride } order = record_order::shared;
-  bool commit_at_end = false;  // each job COMMITs (if needed) as soon as its own WRITEs are done
-  double slow_writer = 1;      // job 0 runs this many times slower (paced after each WRITE)
-  bool layout = true;          // create and fill files that are read but do not exist
-  std::string filename;        // base name; default = name
+  bool commit_at_end = false;     // each job COMMITs (if needed) as soon as its own WRITEs are done
+  double slow_writer = 1;         // job 0 runs this many times slower (paced after each WRITE)
+  bool layout = true;             // create and fill files that are read but do not exist
+  double probe_interval_ms = 10;  // probe: pause after each answer
+  std::string filename;           // base name; default = name
 };
 
 // A parse failure: what was wrong and where.

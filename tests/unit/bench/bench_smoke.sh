@@ -3,7 +3,10 @@
 # real harness; asserts the JSON has every variant of every workload (or a
 # printed reason for a skipped workload) and that pattern verification read
 # data and found no errors, that ganesha.nfsd's threads were sampled, and
-# that every IO_Backend = sync twin got its io_uring/sync ratio.
+# that every IO_Backend = sync twin got its io_uring/sync ratio; that the
+# latency probe was answered beside the throttled streaming load; that
+# the servers of the memory and overload workloads gave back their memory
+# after the load and made requests wait for a place under overload.
 #   bench_smoke.sh BUILD_DIR
 set -euo pipefail
 build=$(realpath "$1")
@@ -11,7 +14,11 @@ top=$(cd "$(dirname "$0")/../../.." && pwd)
 out=$(mktemp -d "${TMPDIR:-/tmp}/bench-smoke.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 rc=0
-DCACHE_BUILD_DIR=$build "$top/tools/bench-report.sh" --quick --size 32M --runtime 1 --out "$out/r" || rc=$?
+# the workloads with a server per variant, and latency, on fewer variants
+DCACHE_BENCH_MEMORY_LOAD=5 DCACHE_BENCH_MEMORY_IDLE=4 DCACHE_BENCH_OVERLOAD_LOAD=2 \
+  DCACHE_BENCH_MEMORY_VARIANTS=vfs,direct DCACHE_BENCH_OVERLOAD_VARIANTS=direct,direct_sync \
+  DCACHE_BENCH_LATENCY_VARIANTS=vfs,direct,direct_sync \
+  DCACHE_BUILD_DIR=$build "$top/tools/bench-report.sh" --quick --size 32M --runtime 1 --out "$out/r" || rc=$?
 python3 - "$out/r/results.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -64,6 +71,35 @@ for row in [x for x in r["rows"] if x["workload"] == "commit"]:
         bad.append(f"commit/{row['variant']}: COMMITs sent but not timed")
     if row["variant"] == "buffered" and not row["commits_sent"]:
         bad.append("commit/buffered: no COMMIT sent")
+# the latency probe: answered, verified, beside every streaming variant
+lat = [x for x in r["rows"] if x["workload"] == "latency"]
+if "latency" in r["skipped"]:
+    print(f"bench_smoke: latency skipped: {r['skipped']['latency']}")
+else:
+    if sorted(x["variant"] for x in lat) != sorted(["vfs", "direct", "direct_sync"]):
+        bad.append(f"latency: variants {[x['variant'] for x in lat]}")
+    for x in lat:
+        if not x.get("probe_getattr_ops") or not x.get("probe_read_ops") or x.get("probe_errors"):
+            bad.append(f"latency/{x['variant']}: probe {x.get('probe_getattr_ops')} GETATTRs, "
+                       f"{x.get('probe_read_ops')} READs, {x.get('probe_errors')} errors")
+# a server per variant: memory given back after the load, requests made
+# to wait for a place under overload, nothing lost
+servers = r.get("servers", {})
+mem = {x["variant"]: x for x in servers.get("memory", [])}
+over = {x["variant"]: x for x in servers.get("overload", [])}
+if sorted(mem) != sorted(["vfs", "direct"]):
+    bad.append(f"memory: variants {sorted(mem)}")
+for v, x in mem.items():
+    if x["samples"] < 4 or x["rss_peak_kib"] <= x["idle_kib"]:
+        bad.append(f"memory/{v}: {x['samples']} samples, RSS peak {x['rss_peak_kib']} idle {x['idle_kib']} KiB")
+    if v != "vfs" and x["after_kib"] > x["rss_peak_kib"] // 2:
+        bad.append(f"memory/{v}: RSS {x['after_kib']} KiB after the load, peak {x['rss_peak_kib']}: not given back")
+if "overload" in r["skipped"]:
+    print(f"bench_smoke: overload skipped: {r['skipped']['overload']}")
+elif sorted(over) != sorted(["direct", "direct_sync"]):
+    bad.append(f"overload: variants {sorted(over)}")
+elif not over["direct"]["plugin"].get("admission_waits"):
+    bad.append("overload/direct: no request waited for a place")
 for f in r["failures"]:
     bad.append(f)
 if bad:
