@@ -24,7 +24,10 @@ std::size_t class_of(std::size_t len) noexcept
 	return c < k_classes ? c : k_classes;
 }
 
-std::size_t class_size(std::size_t c) noexcept { return k_min_class << c; }
+std::size_t class_size(std::size_t c) noexcept
+{
+	return k_min_class << c;
+}
 
 void *map(std::size_t size) noexcept
 {
@@ -110,13 +113,22 @@ pool &the_pool() noexcept
 
 } // namespace
 
-void *bounce_get(std::size_t len) noexcept { return the_pool().get(len == 0 ? 1 : len); }
+void *bounce_get(std::size_t len) noexcept
+{
+	return the_pool().get(len == 0 ? 1 : len);
+}
 void bounce_put(void *p, std::size_t len) noexcept
 {
 	if (p != nullptr)
 		the_pool().put(p, len == 0 ? 1 : len);
 }
-std::size_t bounce_trim() noexcept { return the_pool().trim(); }
-std::size_t bounce_mapped() noexcept { return the_pool().mapped(); }
+std::size_t bounce_trim() noexcept
+{
+	return the_pool().trim();
+}
+std::size_t bounce_mapped() noexcept
+{
+	return the_pool().mapped();
+}
 
 } // namespace dcache::io

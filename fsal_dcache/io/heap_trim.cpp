@@ -36,6 +36,7 @@ private:
 	void run() noexcept
 	{
 		std::uint64_t seen = 0;
+		unsigned quiet = 0; // whole intervals without a request since the last one
 		bool dirty = false;
 		std::unique_lock lock(_m);
 		for (;;) {
@@ -48,13 +49,20 @@ private:
 			const std::uint64_t now = uses.load(std::memory_order_relaxed);
 			if (now != seen) {
 				seen = now; // still busy: not now
+				quiet = 0;
 				dirty = true;
-			} else if (dirty) {
-				dirty = false;
+				continue;
+			}
+			if (!dirty)
+				continue;
+			++quiet;
+			if (quiet == 1 || quiet == 10 || quiet == 60) {
 				(void)bounce_trim();
 				malloc_trim(0);
 				trims.fetch_add(1, std::memory_order_relaxed);
 			}
+			if (quiet >= 60)
+				dirty = false; // until the next request
 		}
 	}
 

@@ -7,9 +7,11 @@
 // plain VFS's blocked workers do, and glibc keeps it until malloc_trim.
 // One thread per process watches a counter the requests bump; after a
 // whole interval (1 s) without any, it unmaps the free bounce buffers
-// (bounce_pool.h) and calls malloc_trim(0) once, which returns every
-// arena's free pages (Ganesha's own included).  Under steady load it does
-// nothing.
+// (bounce_pool.h) and calls malloc_trim(0), which returns every arena's
+// free pages (Ganesha's own included); it does so again 10 and 60
+// intervals into the quiet, by when Ganesha's idle worker threads have
+// exited and their caches gone back to the arenas.  Under steady load it
+// does nothing, and nothing either once a quiet spell passed 60 intervals.
 //
 // Thread-safety: all functions may be called from any thread.
 #pragma once
