@@ -51,6 +51,11 @@ struct libnfs_fh_layout {
 constexpr std::uint64_t v4_max_write = 7 * 512;
 constexpr std::uint64_t v4_max_read = 512 * 1024;
 
+// What a failed libnfs callback says: its own message, else the context's.
+const char* rpc_error(void* data, nfs_context* nfs) {
+  return static_cast<const char*>(data ? data : nfs_get_error(nfs));
+}
+
 struct cli_options {
   job_spec spec;
   std::string json_path;
@@ -344,7 +349,7 @@ struct engine {
     engine& e = *self;
     op_slot* op = sub->op;
     if (err < 0) {
-      e.fail(std::string("GETATTR failed: ") + static_cast<const char*>(data ? data : nfs_get_error(nfs)));
+      e.fail(std::string("GETATTR failed: ") + rpc_error(data, nfs));
       op->failed = true;
     }
     delete sub;
@@ -356,7 +361,7 @@ struct engine {
     engine& e = *self;
     op_slot* op = sub->op;
     if (err < 0) {
-      e.fail(std::string("READ failed: ") + static_cast<const char*>(data ? data : nfs_get_error(nfs)));
+      e.fail(std::string("READ failed: ") + rpc_error(data, nfs));
       op->failed = true;
     } else {
       const auto got = static_cast<std::uint64_t>(err);
@@ -418,7 +423,7 @@ struct engine {
     engine& e = *self;
     op_slot* op = sub->op;
     if (err < 0) {
-      e.fail(std::string("WRITE failed: ") + static_cast<const char*>(data ? data : nfs_get_error(nfs)));
+      e.fail(std::string("WRITE failed: ") + rpc_error(data, nfs));
       op->failed = true;
     } else {
       op->c->tracker.on_write_reply(stability::unknown);
@@ -490,7 +495,7 @@ struct engine {
     auto& c = *static_cast<conn*>(priv);
     engine& e = *self;
     if (err < 0)
-      e.fail(std::string("COMMIT failed: ") + static_cast<const char*>(data ? data : nfs_get_error(nfs)));
+      e.fail(std::string("COMMIT failed: ") + rpc_error(data, nfs));
     else
       c.tracker.on_commit_reply();
     e.commit_done(c);

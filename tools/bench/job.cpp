@@ -146,6 +146,15 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
     out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
     return std::nullopt;
   };
+  // a decimal number (seconds, a factor, milliseconds) that `ok` accepts
+  auto double_of = [&](double& out, auto ok, const char* allowed) -> std::optional<parse_error> {
+    double v = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc{} || p != value.data() + value.size() || !ok(v) || !std::isfinite(v))
+      return bad(key, value, allowed);
+    out = v;
+    return std::nullopt;
+  };
   auto bool_of = [&](bool& out) -> std::optional<parse_error> {
     const auto v = parse_bool(value);
     if (!v) return bad(key, value, "true/false (1/0, yes/no, on/off)");
@@ -208,14 +217,9 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
   if (key == "size" || key == "filesize") return size_of(s.size, false);
   if (key == "io_size" || key == "io_limit") return size_of(s.io_size, true);
   if (key == "time_based") return bool_of(s.time_based);
-  if (key == "runtime") {
-    double v = 0;
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || !(v > 0) || !std::isfinite(v))
-      return bad(key, value, "seconds > 0");
-    s.runtime = v;
-    return std::nullopt;
-  }
+  if (key == "runtime")
+    return double_of(
+        s.runtime, [](double v) { return v > 0; }, "seconds > 0");
   if (key == "verify") {
     const auto l = lower(value);
     if (l == "pattern") {
@@ -238,22 +242,12 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
     return std::nullopt;
   }
   if (key == "commit_at_end") return bool_of(s.commit_at_end);
-  if (key == "probe_interval_ms") {
-    double v = 0;
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 0) || v > 60000)
-      return bad(key, value, "milliseconds in 0..60000");
-    s.probe_interval_ms = v;
-    return std::nullopt;
-  }
-  if (key == "slow_writer") {
-    double v = 0;
-    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (ec != std::errc{} || p != value.data() + value.size() || !(v >= 1) || v > 100)
-      return bad(key, value, "a factor in 1..100");
-    s.slow_writer = v;
-    return std::nullopt;
-  }
+  if (key == "probe_interval_ms")
+    return double_of(
+        s.probe_interval_ms, [](double v) { return v >= 0 && v <= 60000; }, "milliseconds in 0..60000");
+  if (key == "slow_writer")
+    return double_of(
+        s.slow_writer, [](double v) { return v >= 1 && v <= 100; }, "a factor in 1..100");
   if (key == "filename") {
     if (value.empty() || value.find('/') != std::string_view::npos)
       return bad(key, value, "a file name without '/'");
