@@ -22,17 +22,12 @@ io::result range_request(dcache_export &e, io::op_kind op, int fd, std::uint64_t
 	return e.backend->execute(io::request{.op = op, .fd = fd, .offset = offset, .length = length});
 }
 
-} // namespace
-
-void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+void note_flush(dcache_export &e, const io::result &r) noexcept
 {
-	const io::result r = range_request(e, io::op_kind::sync_range, fd, offset, length);
 	if (!r.ok())
 		DCACHE_LOG_ONCE(e, sync_range_error, DCACHE_LOG_WARN, "dcache %s: sync_file_range failed: %s", e.name,
 				std::strerror(r.error));
 }
-
-namespace {
 
 void count_drop(dcache_export &e, const io::result &r) noexcept
 {
@@ -43,19 +38,40 @@ void count_drop(dcache_export &e, const io::result &r) noexcept
 			std::strerror(r.error));
 }
 
-// One drop_later in flight: owns what it needs until its completion.
-class later_drop final : public io::completion {
+} // namespace
+
+void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	note_flush(e, range_request(e, io::op_kind::sync_range, fd, offset, length));
+}
+
+// One piece of side work: a write-back and wait (when it flushes first),
+// then the drop.  Owns what it needs until its last completion.
+class later_work final : public io::completion {
 public:
-	later_drop(dcache_export &e, fd_ref fd, std::uint64_t offset, std::uint64_t length) noexcept
-		: _e(e), _fd(std::move(fd)), _offset(offset), _length(length)
+	later_work(dcache_export &e, fd_ref fd, std::uint64_t offset, std::uint64_t length, bool flush_first) noexcept
+		: _e(e), _fd(std::move(fd)), _offset(offset), _length(length),
+		  _op(flush_first ? io::op_kind::sync_range : io::op_kind::fadvise_dontneed)
 	{
 		inflight_add(e);
+	}
+	later_work *next = nullptr; // in its side_work
+
+	void start() noexcept
+	{
+		_e.backend->submit(io::request{.op = _op, .fd = _fd->fd, .offset = _offset, .length = _length}, *this);
 	}
 	void complete(io::result r) noexcept override
 	{
 		dcache_export &e = _e;
 		if (r.error == EBUSY) // the ring was full (submitted from its own thread): now, then
-			r = range_request(e, io::op_kind::fadvise_dontneed, _fd->fd, _offset, _length);
+			r = range_request(e, _op, _fd->fd, _offset, _length);
+		if (_op == io::op_kind::sync_range) {
+			note_flush(e, r);
+			_op = io::op_kind::fadvise_dontneed;
+			start(); // its completion may delete this before start() returns
+			return;
+		}
 		count_drop(e, r);
 		delete this;	  // the descriptor with it
 		inflight_done(e); // the export may go from here on
@@ -65,7 +81,55 @@ private:
 	dcache_export &_e;
 	fd_ref _fd;
 	std::uint64_t _offset, _length;
+	io::op_kind _op;
 };
+
+side_work::side_work(side_work &&o) noexcept : _head(o._head), _tail(o._tail)
+{
+	o._head = o._tail = nullptr;
+}
+
+side_work::~side_work()
+{
+	issue();
+}
+
+void side_work::add(later_work *w) noexcept
+{
+	if (_tail != nullptr)
+		_tail->next = w;
+	else
+		_head = w;
+	_tail = w;
+}
+
+void side_work::issue() noexcept
+{
+	later_work *w = _head;
+	_head = _tail = nullptr;
+	while (w != nullptr) {
+		later_work *const n = w->next; // w may be gone once started
+		w->start();
+		w = n;
+	}
+}
+
+namespace {
+
+// Queues the piece in later; false (nothing queued) on a synchronous
+// backend, without a descriptor to hold, or without memory.
+bool queue_later(dcache_export &e, const fd_ref &fd, std::uint64_t offset, std::uint64_t length, bool flush_first,
+		 side_work &later) noexcept
+{
+	if (!fd || e.backend->completes_inline())
+		return false;
+	auto *w = new (std::nothrow) later_work(e, fd, offset, length, flush_first);
+	if (w == nullptr)
+		return false;
+	e.stats.add(stat::drops_deferred);
+	later.add(w);
+	return true;
+}
 
 } // namespace
 
@@ -77,17 +141,12 @@ int drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) n
 	return r.error;
 }
 
-int drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+int drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset, std::uint64_t length,
+	       side_work &later) noexcept
 {
-	auto *op = own && !e.backend->completes_inline() ? new (std::nothrow) later_drop(e, own, offset, length)
-							 : nullptr;
-	if (op == nullptr)
+	if (!queue_later(e, own, offset, length, false, later))
 		return drop(e, fd, offset, length);
 	e.stats.add(stat::fadvise_calls);
-	e.stats.add(stat::drops_deferred);
-	e.backend->submit(
-		io::request{.op = io::op_kind::fadvise_dontneed, .fd = own->fd, .offset = offset, .length = length},
-		*op);
 	return 0;
 }
 
@@ -97,35 +156,70 @@ void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_
 	(void)drop(e, fd, offset, length);
 }
 
+void flush_and_drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset, std::uint64_t length,
+			  side_work &later) noexcept
+{
+	if (queue_later(e, own, offset, length, true, later))
+		e.stats.add(stat::fadvise_calls);
+	else
+		flush_and_drop(e, fd, offset, length);
+}
+
 byte_range drop_after_read_range(std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept
 {
 	const std::uint64_t start = offset - offset % k_drop_after_read_reach;
 	return {start, eof ? 0 : offset + bytes - start};
 }
 
+namespace {
+
+// One page out of the tracker's hands, through own_fd for own's page and
+// another file's referenced descriptor otherwise: queued in later when
+// given (and it can be), else written back and dropped now.  The tracker is
+// told either way: what is queued holds its descriptor, not the file.
+void release_page(dcache_export &e, const boundary_tracker::release &r, const dcache_file *own, int own_fd,
+		  const fd_ref &own_ref, side_work *later) noexcept
+{
+	DCACHE_SYNC_POINT("boundary.release");
+	dcache_file *f = r.file->owner();
+	const std::uint64_t off = r.page * k_page_size;
+	DTRACE_PROBE3(dcache, boundary_release, off, static_cast<int>(r.why), f == own);
+	fd_ref held;
+	int fd = -1;
+	if (f == own && own_fd >= 0) {
+		held = own_ref;
+		fd = own_fd;
+	} else {
+		try {
+			held = any_descriptor(*f);
+		} catch (...) {
+		}
+		if (held)
+			fd = held->fd;
+		else
+			e.stats.add(stat::boundary_release_no_fd);
+	}
+	if (fd >= 0 && (later == nullptr || !queue_later(e, held, off, k_page_size, true, *later)))
+		flush_and_drop(e, fd, off, k_page_size);
+	DCACHE_SYNC_POINT("boundary.released");
+	e.boundary.release_done(r);
+}
+
+} // namespace
+
 void release_boundary(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own,
 		      int own_fd) noexcept
 {
-	for (const auto &r : list) {
-		DCACHE_SYNC_POINT("boundary.release");
-		dcache_file *f = r.file->owner();
-		const std::uint64_t off = r.page * k_page_size;
-		DTRACE_PROBE3(dcache, boundary_release, off, static_cast<int>(r.why), f == own);
-		if (f == own && own_fd >= 0) {
-			flush_and_drop(e, own_fd, off, k_page_size);
-		} else {
-			try {
-				if (const fd_ref other = any_descriptor(*f))
-					flush_and_drop(e, other->fd, off, k_page_size);
-				else
-					e.stats.add(stat::boundary_release_no_fd);
-			} catch (...) {
-				e.stats.add(stat::boundary_release_no_fd);
-			}
-		}
-		DCACHE_SYNC_POINT("boundary.released");
-		e.boundary.release_done(r);
-	}
+	for (const auto &r : list)
+		release_page(e, r, own, own_fd, fd_ref{}, nullptr);
+	list.clear();
+}
+
+void release_boundary_later(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own, int own_fd,
+			    const fd_ref &own_ref, side_work &later) noexcept
+{
+	for (const auto &r : list)
+		release_page(e, r, own, own_fd, own_ref, &later);
 	list.clear();
 }
 

@@ -197,7 +197,7 @@ void read_op::on_result(io::result r)
 		if (_drop_after) {
 			add(stat::fallback_no_dontcache);
 			if (r.ok() && r.bytes > 0)
-				(void)drop(_e, _io.fd, _io.offset + _base, r.bytes);
+				(void)drop_later(_e, _own, _io.fd, _io.offset + _base, r.bytes, _later);
 		}
 		if (r.ok()) {
 			r.bytes += _base;
@@ -219,7 +219,7 @@ void read_op::on_result(io::result r)
 	add(stat::read_bytes, r.bytes);
 	if (_s.io_cache_read == DCACHE_MODE_FADVISE && r.bytes > 0) {
 		const byte_range d = drop_after_read_range(_io.offset, r.bytes, eof);
-		(void)drop_later(_e, _own, _io.fd, d.offset, d.length); // not before the reply
+		(void)drop_later(_e, _own, _io.fd, d.offset, d.length, _later); // after the reply
 	}
 }
 

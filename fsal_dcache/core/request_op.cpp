@@ -149,11 +149,13 @@ dcache_io_result request_op::retire(request_op *op, bool deferred) noexcept
 	const dcache_io_done_fn done = op->_done;
 	void *const ctx = op->_done_ctx;
 	e.stats.add(deferred ? stat::io_deferred : stat::io_inline);
+	side_work later(std::move(op->_later)); // each piece holds the export
 	delete op;
 	io::note_heap_use();
 	inflight_done(e); // the export may go from here on
 	if (deferred && done != nullptr)
 		done(ctx, res);
+	later.issue();
 	return res;
 }
 

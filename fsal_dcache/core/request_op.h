@@ -18,6 +18,7 @@
 #include "fd_ref.h"
 #include "file_state.h"
 #include "iovec.h"
+#include "page_cache.h"
 #include "planner.h"
 
 #include <atomic>
@@ -87,7 +88,7 @@ public:
 	// released (bounce buffer, O_DIRECT lease, fence, held boundary pages),
 	// the latency recorded, the op deleted (its descriptor lease with it),
 	// the export let go; then, for a deferred request, done is called with
-	// the reply.  Returns the reply.
+	// the reply; then the side work is issued.  Returns the reply.
 	static dcache_io_result retire(request_op *op, bool deferred) noexcept;
 
 	// Submission hand-off (driver.cpp).
@@ -123,6 +124,7 @@ protected:
 	dcache_io_result _res{};
 	std::vector<struct iovec> _cur;		 // iovecs of the request in flight
 	std::unique_ptr<aligned_buffer> _bounce; // lives until its step completed
+	side_work _later;			 // issued after the reply
 	std::uint64_t _total = 0;
 
 private:

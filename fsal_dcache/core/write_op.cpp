@@ -80,6 +80,8 @@ private:
 	bool _in_caller = false;	      // of the request next() built
 	bool _split = false;		      // a direct middle with cached edges
 	std::uint64_t _wb_lo = 0, _wb_hi = 0; // pages of the write-back
+	// A DONTCACHE fallback's bytes, dropped after that write-back.
+	std::uint64_t _drop_lo = 0, _drop_len = 0;
 	sync_kind _sync = sync_kind::none;
 };
 
@@ -293,12 +295,20 @@ void write_op::on_step_result(io::result r)
 	case step_kind::dontcache:
 		if (_drop_after) {
 			// The DONTCACHE way without DONTCACHE: buffered, then write
-			// back and drop what was written.
+			// back and drop what was written.  On an asynchronous
+			// backend the write-back starts as the chain's next step
+			// (before a direct middle, as for any cached piece) and the
+			// wait and the drop go after the reply.
 			add(stat::fallback_no_dontcache);
 			if (r.ok()) {
 				add(stat::buffered_bytes, r.bytes);
-				if (r.bytes > 0)
+				if (r.bytes > 0 && _own) {
+					write_back = true;
+					_drop_lo = st.offset;
+					_drop_len = r.bytes;
+				} else if (r.bytes > 0) {
 					flush_and_drop(_e, _io.fd, st.offset, r.bytes);
+				}
 			}
 		} else if (r.ok()) {
 			add(stat::dontcache_bytes, r.bytes);
@@ -350,6 +360,10 @@ void write_op::on_step_result(io::result r)
 // meet the error again and report it).
 void write_op::on_writeback_result(io::result r) noexcept
 {
+	if (_drop_len > 0) {
+		flush_and_drop_later(_e, _own, _io.fd, _drop_lo, _drop_len, _later);
+		_drop_len = 0;
+	}
 	add(stat::edge_writebacks);
 	if (r.ok())
 		return;
@@ -379,7 +393,7 @@ void write_op::on_sync_result(io::result r)
 		// written back and dropped now).
 		if (!_own)
 			flush(_e, _io.fd, _io.offset, _written);
-		(void)drop_later(_e, _own, _io.fd, _io.offset, _written);
+		(void)drop_later(_e, _own, _io.fd, _io.offset, _written, _later);
 	}
 }
 
@@ -390,7 +404,7 @@ void write_op::release() noexcept
 	// After the steps (the completing writer's data is in the page) and
 	// after the sync (the page is clean, the write-back is free).
 	if (!_releases.empty())
-		release_boundary(_e, _releases, &_f, _io.fd);
+		release_boundary_later(_e, _releases, &_f, _io.fd, _own, _later);
 }
 
 } // namespace

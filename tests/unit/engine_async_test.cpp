@@ -315,6 +315,91 @@ TEST_F(engine_async, fadvise_drops_go_out_after_the_reply_and_after_the_commit)
 	EXPECT_EQ(stat_of(exp, "fadvise_calls"), 2u);
 }
 
+// Releases the queued requests, oldest first, until d has its reply;
+// returns what was released.
+std::vector<op_kind> until_replied(async_fake &ab, const done_probe &d)
+{
+	std::vector<op_kind> ops;
+	while (d.calls.load() == 0 && ab.pending() > 0) {
+		ops.push_back(ab.front().op);
+		ab.release_one();
+	}
+	return ops;
+}
+
+TEST_F(engine_async, a_completed_boundary_page_is_written_back_and_dropped_after_the_reply)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	make(s);
+	// Page 4 ([16384, 20480)) is shared: A writes its first 3616 bytes
+	// (its tail), B the rest (its head).
+	const auto a = pattern(20000, 1), b = pattern(20960, 2);
+	done_probe da, db;
+	dcache_io_result inl{};
+	ASSERT_FALSE(write_start(0, a, 0, false, da, inl));
+	(void)until_replied(ab, da);
+	ASSERT_EQ(da.calls.load(), 1);
+	EXPECT_EQ(ab.pending(), 0u) << "the page stays held: nothing to release";
+	ASSERT_FALSE(write_start(20000, b, 0, false, db, inl));
+	const auto before = until_replied(ab, db);
+	ASSERT_EQ(db.calls.load(), 1);
+	EXPECT_EQ(db.res.bytes, b.size());
+	EXPECT_EQ(std::count(before.begin(), before.end(), op_kind::sync_range), 0) << "the reply waited for no flush";
+	EXPECT_EQ(std::count(before.begin(), before.end(), op_kind::fadvise_dontneed), 0);
+	EXPECT_EQ(stat_of(exp, "boundary_completed"), 1u);
+	EXPECT_EQ(exp->boundary.pages(), 0u) << "the tracker let go at once";
+	// After the reply: the page written back and waited for, then dropped,
+	// through the file's own descriptor.
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().op, op_kind::sync_range);
+	EXPECT_EQ(ab.front().offset, 16384u);
+	EXPECT_EQ(ab.front().length, 4096u);
+	EXPECT_EQ(ab.front().fd, k_fd + async_fake::k_buffered_base);
+	ab.release_one();
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().op, op_kind::fadvise_dontneed);
+	EXPECT_EQ(ab.front().offset, 16384u);
+	ab.release_one();
+	EXPECT_EQ(stat_of(exp, "drops_deferred"), 1u);
+	EXPECT_EQ(stat_of(exp, "fadvise_errors"), 0u);
+	expect_file_is(0, [&] {
+		auto all = a;
+		all.insert(all.end(), b.begin(), b.end());
+		return all;
+	}());
+}
+
+TEST_F(engine_async, a_dontcache_fallback_writes_back_before_the_reply_and_drops_after)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DONTCACHE;
+	make(s);
+	fb.reject_dontcache();
+	const auto data = pattern(8192, 4);
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_FALSE(write_start(0, data, 0, false, d, inl));
+	const auto before = until_replied(ab, d);
+	ASSERT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.error, 0);
+	EXPECT_EQ(d.res.bytes, 8192u);
+	EXPECT_EQ(stat_of(exp, "fallback_no_dontcache"), 1u);
+	ASSERT_FALSE(before.empty());
+	EXPECT_EQ(before.back(), op_kind::writeback) << "its write-back started before the reply";
+	EXPECT_EQ(std::count(before.begin(), before.end(), op_kind::sync_range), 0) << "but was not waited for";
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().op, op_kind::sync_range);
+	EXPECT_EQ(ab.front().offset, 0u);
+	EXPECT_EQ(ab.front().length, 8192u);
+	ab.release_one();
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().op, op_kind::fadvise_dontneed);
+	ab.release_one();
+	EXPECT_EQ(stat_of(exp, "drops_deferred"), 1u);
+	expect_file_is(0, data);
+}
+
 // ---- the memory bound: IO_Queue_Depth places -----------------------------
 
 TEST_F(engine_async, requests_beyond_the_exports_places_wait_before_they_allocate)
