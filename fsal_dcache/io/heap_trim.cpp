@@ -28,14 +28,15 @@ public:
 		_thread.join();
 	}
 
-	std::atomic<std::uint64_t> uses{0};
+	// Set by requests, cleared by each look: written at most once an
+	// interval, so the hot path only reads a line every thread shares.
+	std::atomic<bool> used{false};
 	std::atomic<std::uint64_t> trims{0};
 	std::atomic<std::int64_t> interval_ms{1000};
 
 private:
 	void run() noexcept
 	{
-		std::uint64_t seen = 0;
 		unsigned quiet = 0; // whole intervals without a request since the last one
 		bool dirty = false;
 		std::unique_lock lock(_m);
@@ -46,9 +47,7 @@ private:
 				_cv.wait_until(lock, until);
 			if (_stop)
 				return;
-			const std::uint64_t now = uses.load(std::memory_order_relaxed);
-			if (now != seen) {
-				seen = now; // still busy: not now
+			if (used.exchange(false, std::memory_order_relaxed)) { // still busy: not now
 				quiet = 0;
 				dirty = true;
 				continue;
@@ -91,7 +90,8 @@ heap_trimmer *trimmer() noexcept
 void note_heap_use() noexcept
 {
 	if (heap_trimmer *t = trimmer())
-		t->uses.fetch_add(1, std::memory_order_relaxed);
+		if (!t->used.load(std::memory_order_relaxed))
+			t->used.store(true, std::memory_order_relaxed);
 }
 
 std::uint64_t heap_trims() noexcept
