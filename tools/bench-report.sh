@@ -271,31 +271,48 @@ per_job=$((per_job / 1048576 * 1048576))
 ileave_size=$((size_b / 8))
 reread_jobs=4
 
-# `ip netns exec` mounted a fresh sysfs in our namespace, without the cgroup
-# hierarchies: mount the (same, host-wide) v1 memory hierarchy privately.
-memroot=""
-memcg=""
-cleanup_memcg() {
-  if [ -n "$memcg" ]; then
-    # move the server back to the root group before removing ours
-    echo "$DCACHE_PID" >"$memroot/cgroup.procs" 2>/dev/null || true
-    rmdir "$memcg" 2>/dev/null || true
-    memcg=""
+# cgroup v1 groups for the server (memory: mempressure; blkio: latency,
+# overload).  `ip netns exec` mounted a fresh sysfs in our namespace,
+# without the cgroup hierarchies: each controller's (host-wide) hierarchy
+# is mounted privately, once, and the server put in a group of its own.
+declare -A cg_root=() cg_group=()
+cg_mount() {  # controller; why it cannot be is in runs/CONTROLLER.mount.err
+  [ -z "${cg_root[$1]:-}" ] || return 0
+  local root
+  root=$(mktemp -d "${TMPDIR:-/tmp}/dcache-bench-$1.XXXXXX")
+  if ! mount -t cgroup -o "$1" "dcache-bench-$1" "$root" 2>"$out/runs/$1.mount.err" || [ ! -w "$root/cgroup.procs" ]; then
+    umount "$root" 2>/dev/null; rmdir "$root"
+    return 1
   fi
+  cg_root[$1]=$root
+}
+cg_enter() {  # controller file=value...: the server alone in a new group with those settings
+  local c=$1 kv
+  shift
+  cg_mount "$c" || return 1
+  cg_group[$c]=${cg_root[$c]}/dcache-bench-$$
+  mkdir -p "${cg_group[$c]}"
+  for kv; do echo "${kv#*=}" >"${cg_group[$c]}/${kv%%=*}" || return 1; done
+  echo "$DCACHE_PID" >"${cg_group[$c]}/cgroup.procs"
+}
+cg_leave() {  # controller: the server back in the root group, ours removed
+  [ -n "${cg_group[$1]:-}" ] || return 0
+  echo "$DCACHE_PID" >"${cg_root[$1]}/cgroup.procs" 2>/dev/null || true
+  rmdir "${cg_group[$1]}" 2>/dev/null || true
+  unset "cg_group[$1]"
 }
 cleanup_all() {
-  cleanup_memcg
-  if [ -n "$memroot" ]; then umount "$memroot" 2>/dev/null; rmdir "$memroot" 2>/dev/null; fi
+  local c
+  for c in "${!cg_root[@]}"; do
+    cg_leave "$c"
+    umount "${cg_root[$c]}" 2>/dev/null; rmdir "${cg_root[$c]}" 2>/dev/null
+  done
   return 0
 }
-trap 'cleanup_blkio; cleanup_all' EXIT
+trap cleanup_all EXIT
 # a killed run (ctest timeout, with_server.sh teardown) must still remove its group
 trap 'exit 143' TERM
 trap 'exit 130' INT
-memroot=$(mktemp -d "${TMPDIR:-/tmp}/dcache-bench-memcg.XXXXXX")
-if ! mount -t cgroup -o memory dcache-bench-memcg "$memroot" 2>"$out/runs/memcg.mount.err"; then
-  rmdir "$memroot"; memroot=""
-fi
 
 run() {  # workload variant repeat [extra dcache-bench args...]
   local w=$1 v=$2 r=$3; shift 3
@@ -343,6 +360,17 @@ proc_sampler() {
     sleep 0.5
   done
 }
+# Around an own-server run's load: the counters zeroed and the sampler
+# started; then the sampler stopped and the counters read.
+own_begin() {  # base
+  fsal_stats_reset "$1.stats0"
+  proc_sampler >"$1.samples" &
+  sampler=$!
+}
+own_end() {  # base
+  kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+  fsal_stats "$1.stats1"
+}
 # A summary of one own-server run: the samples, the server's RSS at the
 # marks, the dcache-bench results and the plugin's counters.
 server_summary() {  # base workload variant idle_kib load_end_kib after_kib rc...
@@ -372,36 +400,17 @@ out = {"workload": w, "variant": v, "idle_kib": int(idle), "load_end_kib": int(e
 json.dump(out, open(base + ".json", "w"), indent=1)
 PY
 }
-# blkio (v1) group that throttles the loop device for the server
-blkroot="" blkcg=""
-cleanup_blkio() {
-  if [ -n "$blkcg" ]; then
-    echo "$DCACHE_PID" >"$blkroot/cgroup.procs" 2>/dev/null || true
-    rmdir "$blkcg" 2>/dev/null || true
-    blkcg=""
-  fi
-  if [ -n "$blkroot" ]; then umount "$blkroot" 2>/dev/null; rmdir "$blkroot" 2>/dev/null; blkroot=""; fi
-  return 0
-}
-throttle_server() {  # bytes/s, reads and writes of the loop device
-  blkroot=$(mktemp -d "${TMPDIR:-/tmp}/dcache-bench-blkio.XXXXXX")
-  mount -t cgroup -o blkio dcache-bench-blkio "$blkroot" || { rmdir "$blkroot"; blkroot=""; return 1; }
-  blkcg=$blkroot/dcache-bench-$$
-  mkdir -p "$blkcg"
+throttle_server() {  # bytes/s: reads and writes of the loop device, in a blkio group
   local dev
   dev=$(lsblk -dno MAJ:MIN "$DCACHE_LOOPDEV" | tr -d ' ')
-  echo "$dev $1" >"$blkcg/blkio.throttle.write_bps_device" &&
-    echo "$dev $1" >"$blkcg/blkio.throttle.read_bps_device" &&
-    echo "$DCACHE_PID" >"$blkcg/cgroup.procs"
+  cg_enter blkio "blkio.throttle.write_bps_device=$dev $1" "blkio.throttle.read_bps_device=$dev $1"
 }
 
 memory_run() {  # variant
-  local v=$1 base=$out/servers/memory.$1 url="nfs://$DCACHE_SERVER/$1" rc1=0 rc2=0 idle end after sp
+  local v=$1 base=$out/servers/memory.$1 url="nfs://$DCACHE_SERVER/$1" rc1=0 rc2=0 idle end after
   local limit=$((mem_load + 300))
   idle=$(rss_kib)
-  fsal_stats_reset "$base.stats0"
-  proc_sampler >"$base.samples" &
-  sp=$!
+  own_begin "$base"
   timeout --kill-after=10 "$limit" "$bench" url="$url" rw=rw rwmixread=60 bs=1M numjobs=48 iodepth=16 \
     size="$mem_file" filename=mem time_based=1 runtime="$mem_load" --server-pid "$DCACHE_PID" \
     --json "$base.big.json" --no-progress 2>"$base.big.err" &
@@ -416,32 +425,28 @@ memory_run() {  # variant
   log "memory $v: load done (RSS $((end / 1024)) MiB), idle ${mem_idle}s"
   sleep "$mem_idle"
   after=$(rss_kib)
-  kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
-  fsal_stats "$base.stats1"
+  own_end "$base"
   server_summary "$base" memory "$v" "$idle" "$end" "$after" "$rc1" "$rc2"
 }
 
 overload_run() {  # variant
-  local v=$1 base=$out/servers/overload.$1 rc=0 idle end sp
+  local v=$1 base=$out/servers/overload.$1 rc=0 idle end
   if ! throttle_server "$over_bps"; then
     echo "no cgroup v1 blkio controller" >"$base.skipped"
     log "overload skipped: no writable cgroup v1 blkio controller"
-    cleanup_blkio
+    cg_leave blkio
     return 0
   fi
   idle=$(rss_kib)
-  fsal_stats_reset "$base.stats0"
-  proc_sampler >"$base.samples" &
-  sp=$!
+  own_begin "$base"
   # what is in flight when the load stops drains at the throttled rate
   local drain=$((over_jobs * over_depth * 1048576 / over_bps))
   timeout --kill-after=10 $((over_load + drain + 300)) "$bench" url="nfs://$DCACHE_SERVER/$v" rw=write bs=1M \
     numjobs="$over_jobs" iodepth="$over_depth" size=$((64 << 20)) filename=over time_based=1 runtime="$over_load" \
     --server-pid "$DCACHE_PID" --json "$base.write.json" --no-progress 2>"$base.write.err" || rc=$?
   end=$(rss_kib)
-  kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null || true
-  fsal_stats "$base.stats1"
-  cleanup_blkio
+  own_end "$base"
+  cg_leave blkio
   server_summary "$base" overload "$v" "$idle" "$end" "$end" "$rc"
 }
 
@@ -474,7 +479,7 @@ latency_run() {  # variant repeat
   fi
   if ! throttle_server "$lat_bps"; then
     echo "no cgroup v1 blkio controller" >"$out/runs/latency.skipped"
-    cleanup_blkio
+    cg_leave blkio
     return 0
   fi
   (sleep 2
@@ -484,7 +489,7 @@ latency_run() {  # variant repeat
   run latency "$v" "$r" rw=read bs=1M numjobs="$lat_jobs" iodepth="$lat_depth" size="$lat_file" filename=stream \
     time_based=1 runtime="$lat_load" --drop-cache "$d"
   wait "$pp" || echo "$?" >"$base.probe.failed"
-  cleanup_blkio
+  cg_leave blkio
 }
 
 run_timeout=$(awk -v r="$runtime" -v s="$size_b" 'BEGIN { printf "%d", 60 + 4 * r + s / 1048576 / 4 }')
@@ -513,9 +518,9 @@ for ((r = 1; r <= repeats; r++)); do
         interleave_commit_every) run "$w" "$v" "$r" "${ileave_stride[@]}" fsync=16 filename="ileave_every$r" --drop-cache "$d" ;;
         interleave_slow) run "$w" "$v" "$r" "${ileave_stride[@]}" slow_writer=3 filename="ileave_slow$r" --drop-cache "$d" ;;
         mempressure)
-          if [ -z "$memroot" ] || [ ! -w "$memroot/cgroup.procs" ]; then
-            [ "$v" != "${vlist[0]}" ] || log "mempressure skipped: no writable cgroup v1 memory controller at /sys/fs/cgroup/memory"
-            echo "no cgroup v1 memory controller (mount -t cgroup -o memory: $(cat "$out/runs/memcg.mount.err" 2>/dev/null))" >"$out/runs/mempressure.skipped"
+          if ! cg_mount memory; then
+            [ "$v" != "${vlist[0]}" ] || log "mempressure skipped: no writable cgroup v1 memory controller"
+            echo "no cgroup v1 memory controller (mount -t cgroup -o memory: $(cat "$out/runs/memory.mount.err" 2>/dev/null))" >"$out/runs/mempressure.skipped"
             continue
           fi
           # cgroup v1 does not move the server's existing memory into the
@@ -526,14 +531,12 @@ for ((r = 1; r <= repeats; r++)); do
           # limit stalls ganesha.nfsd instead of measuring reclaim)
           limit=${memcg_limit:-$((size_b / 4 > 402653184 ? size_b / 4 : 402653184))}
           limit=$(to_bytes "$limit")
-          memcg=$memroot/dcache-bench-$$
-          mkdir -p "$memcg"
-          { echo "$limit" >"$memcg/memory.limit_in_bytes" && echo "$DCACHE_PID" >"$memcg/cgroup.procs"; } ||
-            { log "mempressure: could not set up $memcg"; cleanup_memcg; continue; }
+          cg_enter memory "memory.limit_in_bytes=$limit" ||
+            { log "mempressure: could not set up its memory group"; cg_leave memory; continue; }
           echo "$limit" >"$out/runs/$w.$v.$r.memcg_limit"
           run "$w" "$v" "$r" "${mix_args[@]}" --drop-cache "$d"
-          cat "$memcg/memory.failcnt" >"$out/runs/$w.$v.$r.memcg_failcnt" 2>/dev/null || true
-          cleanup_memcg ;;
+          cat "${cg_group[memory]}/memory.failcnt" >"$out/runs/$w.$v.$r.memcg_failcnt" 2>/dev/null || true
+          cg_leave memory ;;
         latency)
           [[ ",$lat_variants," == *",$v,"* ]] || continue
           latency_run "$v" "$r" ;;
