@@ -346,31 +346,11 @@ fi
 over_bps=$(to_bytes "${DCACHE_BENCH_OVERLOAD_BPS:-50M}")
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$DCACHE_PID/status"; }
-# Every 0.5 s until killed: seconds, VmRSS KiB, threads, io-wq workers.
-proc_sampler() {
-  local t0=$SECONDS rss th iowq n c
-  while rss=$(rss_kib 2>/dev/null); do
-    th=0 iowq=0
-    for c in /proc/"$DCACHE_PID"/task/*/comm; do
-      read -r n 2>/dev/null <"$c" || continue
-      th=$((th + 1))
-      [[ $n != iou-wrk* ]] || iowq=$((iowq + 1))
-    done
-    echo "$((SECONDS - t0)) $rss $th $iowq"
-    sleep 0.5
-  done
-}
-# Around an own-server run's load: the counters zeroed and the sampler
-# started; then the sampler stopped and the counters read.
-own_begin() {  # base
-  fsal_stats_reset "$1.stats0"
-  proc_sampler >"$1.samples" &
-  sampler=$!
-}
-own_end() {  # base
-  kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
-  fsal_stats "$1.stats1"
-}
+# Around an own-server run's load, the counters zeroed, then read.  The
+# server's RSS, threads and io-wq workers during it are sampled by
+# dcache-bench (--server-pid, every 50 ms): the jobs' JSON.
+own_begin() { fsal_stats_reset "$1.stats0"; }  # base
+own_end() { fsal_stats "$1.stats1"; }          # base
 # A summary of one own-server run: the samples, the server's RSS at the
 # marks, the dcache-bench results and the plugin's counters.
 server_summary() {  # base workload variant idle_kib load_end_kib after_kib rc...
@@ -378,18 +358,18 @@ server_summary() {  # base workload variant idle_kib load_end_kib after_kib rc..
 import json, sys
 base, w, v, idle, end, after = sys.argv[1:7]
 rcs = [int(x) for x in sys.argv[7:]]
-samples = [tuple(map(int, l.split())) for l in open(base + ".samples") if len(l.split()) == 4]
 jobs = []
 for part in ("big", "small", "write"):
     try:
         jobs.append(json.load(open(f"{base}.{part}.json")))
     except (OSError, ValueError):
         pass
+threads = [j["server"]["threads"] for j in jobs if "threads" in j.get("server", {})]
 out = {"workload": w, "variant": v, "idle_kib": int(idle), "load_end_kib": int(end), "after_kib": int(after),
-       "rss_peak_kib": max((s[1] for s in samples), default=0),
-       "threads_peak": max((s[2] for s in samples), default=0),
-       "iowq_peak": max((s[3] for s in samples), default=0),
-       "samples": len(samples), "exit_codes": rcs,
+       "rss_peak_kib": max((t.get("rss_peak_kib", 0) for t in threads), default=0),
+       "threads_peak": max((t["threads_peak"] for t in threads), default=0),
+       "iowq_peak": max((t["iowq_peak"] for t in threads), default=0),
+       "samples": sum(t["samples"] for t in threads), "exit_codes": rcs,
        "mib_s": sum(j["total"]["mib_s"] for j in jobs),
        "bytes": sum(j["total"]["bytes"] for j in jobs),
        "errors": sum(j.get("errors", 0) for j in jobs),

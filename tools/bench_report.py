@@ -258,7 +258,7 @@ def server_tables(d, ids, result, failures, f):
         for r in rs:
             lines.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} |".format(
                 r["variant"], f(mib(r["idle_kib"]), "{:.0f}"), f(mib(r["rss_peak_kib"]), "{:.0f}"),
-                f(r["rss_peak_kib"] / ref["rss_peak_kib"] if ref else None, "{:.2f}"),
+                f(r["rss_peak_kib"] / ref["rss_peak_kib"] if ref and ref["rss_peak_kib"] else None, "{:.2f}"),
                 f(mib(r["after_kib"]) if w == "memory" else None, "{:.0f}"),
                 f(r["after_kib"] / r["idle_kib"] if w == "memory" else None, "{:.2f}"),
                 r["threads_peak"], r["iowq_peak"], f(r["mib_s"]), f(r["server_cpu_s"]),

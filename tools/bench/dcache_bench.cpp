@@ -1089,6 +1089,7 @@ int main(int argc, char** argv) {
     j.u64("worker_file_io_peak", t.worker_file_io_peak);
     j.num("iowq_d_mean", t.iowq_d_mean);
     j.u64("iowq_d_peak", t.iowq_d_peak);
+    j.u64("rss_peak_kib", t.rss_peak_kib);
     j.close();
   }
   j.close();

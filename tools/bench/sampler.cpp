@@ -263,6 +263,13 @@ std::optional<thread_snapshot> read_thread_snapshot(int pid) {
       if (sc && file_io_syscall(sc->nr) && fd_is_file(pid, sc->arg0)) ++s.workers_in_file_io;
     }
   }
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      s.rss_kib = std::strtoull(line.c_str() + 6, nullptr, 10);
+      break;
+    }
+  }
   return s;
 }
 
@@ -275,6 +282,7 @@ void thread_stats::add(const thread_snapshot& s) {
   workers_d_peak = std::max(workers_d_peak, s.workers_in_d);
   worker_file_io_peak = std::max(worker_file_io_peak, s.workers_in_file_io);
   iowq_d_peak = std::max(iowq_d_peak, s.iowq_in_d);
+  rss_peak_kib = std::max(rss_peak_kib, s.rss_kib);
   _d_sum += s.in_d;
   _wd_sum += s.workers_in_d;
   _wio_sum += s.workers_in_file_io;

@@ -61,6 +61,7 @@ struct thread_snapshot {
   unsigned threads = 0, in_d = 0;
   unsigned workers = 0, workers_in_d = 0, workers_in_file_io = 0;
   unsigned iowq = 0, iowq_in_d = 0;
+  std::uint64_t rss_kib = 0;  // the process's VmRSS
 };
 [[nodiscard]] std::optional<thread_snapshot> read_thread_snapshot(int pid);
 // x86-64 numbers of the syscalls that move or sync file data (read, write,
@@ -85,6 +86,7 @@ struct thread_stats {  // over the run's snapshots
   unsigned threads_peak = 0, workers_peak = 0, iowq_peak = 0;
   double d_mean = 0, workers_d_mean = 0, worker_file_io_mean = 0, iowq_d_mean = 0;
   unsigned d_peak = 0, workers_d_peak = 0, worker_file_io_peak = 0, iowq_d_peak = 0;
+  std::uint64_t rss_peak_kib = 0;
   void add(const thread_snapshot& s);
 
  private:

@@ -412,6 +412,10 @@ TEST(ThreadSampler, CountsWorkersAndIgnoresPipeReads)
 	EXPECT_EQ(s->iowq, 1u) << "the thread named iou-wrk-test";
 	EXPECT_EQ(s->workers, s->threads - 1);
 	EXPECT_EQ(s->workers_in_file_io, 0u) << "a pipe is not a file";
+	// The process's resident set, as /proc/self/status says it (a test
+	// binary holds more than a MiB, far less than a TiB).
+	EXPECT_GT(s->rss_kib, 1024u);
+	EXPECT_LT(s->rss_kib, 1ull << 30);
 	ASSERT_EQ(::write(p[1], "xy", 2), 2);
 	t.join();
 	t2.join();
