@@ -22,6 +22,7 @@ enum class once : std::uint8_t {
 	direct_einval,
 	fadvise_error,
 	sync_range_error,
+	flush_drop_error,
 	no_alignment,
 	no_nowait,
 	open_buffered_error,

@@ -45,34 +45,36 @@ void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length)
 	note_flush(e, range_request(e, io::op_kind::sync_range, fd, offset, length));
 }
 
-// One piece of side work: a write-back and wait (when it flushes first),
-// then the drop.  Owns what it needs until its last completion.
+// One piece of side work, one backend request: a drop, or a write-back
+// and wait then the drop (flush_drop).  Owns what it needs until its
+// completion.
 class later_work final : public io::completion {
 public:
 	later_work(dcache_export &e, fd_ref fd, std::uint64_t offset, std::uint64_t length, bool flush_first) noexcept
-		: _e(e), _fd(std::move(fd)), _offset(offset), _length(length),
-		  _op(flush_first ? io::op_kind::sync_range : io::op_kind::fadvise_dontneed)
+		: _e(e),
+		  _fd(std::move(fd)), _req{.op = flush_first ? io::op_kind::flush_drop : io::op_kind::fadvise_dontneed,
+					   .fd = _fd->fd,
+					   .offset = offset,
+					   .length = length}
 	{
 		inflight_add(e);
 	}
 	later_work *next = nullptr; // in its side_work
 
-	void start() noexcept
-	{
-		_e.backend->submit(io::request{.op = _op, .fd = _fd->fd, .offset = _offset, .length = _length}, *this);
-	}
+	void start() noexcept { _e.backend->submit(_req, *this); }
 	void complete(io::result r) noexcept override
 	{
 		dcache_export &e = _e;
 		if (r.error == EBUSY) // the ring was full (submitted from its own thread): now, then
-			r = range_request(e, _op, _fd->fd, _offset, _length);
-		if (_op == io::op_kind::sync_range) {
-			note_flush(e, r);
-			_op = io::op_kind::fadvise_dontneed;
-			start(); // its completion may delete this before start() returns
-			return;
+			r = e.backend->execute(_req);
+		if (_req.op != io::op_kind::flush_drop) {
+			count_drop(e, r);
+		} else if (!r.ok()) {
+			e.stats.add(stat::fadvise_errors);
+			DCACHE_LOG_ONCE(e, flush_drop_error, DCACHE_LOG_WARN,
+					"dcache %s: write-back and drop (sync_file_range, posix_fadvise) failed: %s",
+					e.name, std::strerror(r.error));
 		}
-		count_drop(e, r);
 		delete this;	  // the descriptor with it
 		inflight_done(e); // the export may go from here on
 	}
@@ -80,8 +82,7 @@ public:
 private:
 	dcache_export &_e;
 	fd_ref _fd;
-	std::uint64_t _offset, _length;
-	io::op_kind _op;
+	io::request _req;
 };
 
 side_work::side_work(side_work &&o) noexcept : _head(o._head), _tail(o._tail)
@@ -126,6 +127,7 @@ bool queue_later(dcache_export &e, const fd_ref &fd, std::uint64_t offset, std::
 	auto *w = new (std::nothrow) later_work(e, fd, offset, length, flush_first);
 	if (w == nullptr)
 		return false;
+	e.stats.add(stat::fadvise_calls);
 	e.stats.add(stat::drops_deferred);
 	later.add(w);
 	return true;
@@ -146,7 +148,6 @@ int drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset
 {
 	if (!queue_later(e, own, offset, length, false, later))
 		return drop(e, fd, offset, length);
-	e.stats.add(stat::fadvise_calls);
 	return 0;
 }
 
@@ -159,9 +160,7 @@ void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_
 void flush_and_drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset, std::uint64_t length,
 			  side_work &later) noexcept
 {
-	if (queue_later(e, own, offset, length, true, later))
-		e.stats.add(stat::fadvise_calls);
-	else
+	if (!queue_later(e, own, offset, length, true, later))
 		flush_and_drop(e, fd, offset, length);
 }
 

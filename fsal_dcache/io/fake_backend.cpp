@@ -95,7 +95,8 @@ result fake_backend::execute(const request &req) noexcept
 	case op_kind::fdatasync:
 	case op_kind::sync_range:
 	case op_kind::writeback:
-	case op_kind::fadvise_dontneed: return finish(result::success(0));
+	case op_kind::fadvise_dontneed:
+	case op_kind::flush_drop: return finish(result::success(0));
 	}
 	return finish(result::failure(EINVAL));
 }

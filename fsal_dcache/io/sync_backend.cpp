@@ -24,6 +24,7 @@ const char *op_name(op_kind op) noexcept
 	case op_kind::sync_range: return "sync_range";
 	case op_kind::writeback: return "writeback";
 	case op_kind::fadvise_dontneed: return "fadvise_dontneed";
+	case op_kind::flush_drop: return "flush_drop";
 	}
 	return "?";
 }
@@ -173,6 +174,14 @@ result sync_backend::execute(const request &req) noexcept
 		const int err = posix_fadvise(req.fd, static_cast<off_t>(req.offset), static_cast<off_t>(req.length),
 					      POSIX_FADV_DONTNEED);
 		return err != 0 ? result::failure(err) : result::success(0);
+	}
+	case op_kind::flush_drop: {
+		request one = req;
+		one.op = op_kind::sync_range;
+		const result flushed = execute(one);
+		one.op = op_kind::fadvise_dontneed;
+		const result dropped = execute(one);
+		return flushed.ok() ? dropped : flushed;
 	}
 	}
 	return result::failure(EINVAL);

@@ -21,6 +21,9 @@ namespace {
 // user_data of our own SQEs (wake-up NOP, cancel).  Ops are heap objects
 // with at least 8-byte alignment, so an odd value never names one.
 constexpr std::uint64_t k_internal = 1;
+// Tags the user_data of a flush_drop's first SQE (the write-back, linked to
+// the drop that completes the op): bit 1 of an op's address is 0 too.
+constexpr std::uint64_t k_link_head = 2;
 
 // sqe->len is 32 bits for FADVISE and SYNC_FILE_RANGE in the uapi this
 // liburing knows; longer ranges go in page-aligned chunks.
@@ -41,6 +44,7 @@ struct uring_backend::op {
 	std::size_t moved = 0;	      // rw: bytes transferred so far
 	std::uint64_t range_left = 0; // range ops in chunks: bytes after this chunk
 	bool chunked = false;
+	int head_error = 0; // flush_drop: the write-back's errno
 	result res;
 };
 
@@ -229,10 +233,27 @@ void uring_backend::wake_and_cancel_locked() noexcept
 
 int uring_backend::queue_locked(op &o) noexcept
 {
+	const request &r = o.req;
+	if (r.op == op_kind::flush_drop) {
+		// Both SQEs or neither: a head queued alone would name an op
+		// its caller deletes.
+		if (io_uring_sq_space_left(_ring.get()) < 2)
+			flush(_ring.get());
+		if (io_uring_sq_space_left(_ring.get()) < 2)
+			return EBUSY;
+		io_uring_sqe *head = io_uring_get_sqe(_ring.get());
+		io_uring_prep_sync_file_range(head, r.fd, static_cast<unsigned>(r.length), r.offset,
+					      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+						      SYNC_FILE_RANGE_WAIT_AFTER);
+		// Hard: the drop goes ahead even if the write-back failed, as
+		// the synchronous backend's does.
+		head->flags |= IOSQE_IO_HARDLINK;
+		io_uring_sqe_set_data64(head, reinterpret_cast<std::uint64_t>(&o) | k_link_head);
+		++_internal;
+	}
 	io_uring_sqe *sqe = get_sqe(_ring.get());
 	if (!sqe)
 		return EBUSY;
-	const request &r = o.req;
 	switch (r.op) {
 	case op_kind::read:
 		io_uring_prep_readv2(sqe, r.fd, o.iov.data() + o.first, static_cast<unsigned>(o.iov.size() - o.first),
@@ -254,6 +275,7 @@ int uring_backend::queue_locked(op &o) noexcept
 					      SYNC_FILE_RANGE_WRITE);
 		break;
 	case op_kind::fadvise_dontneed:
+	case op_kind::flush_drop:
 		io_uring_prep_fadvise(sqe, r.fd, r.offset, static_cast<off_t>(r.length), POSIX_FADV_DONTNEED);
 		break;
 	}
@@ -396,7 +418,7 @@ void uring_backend::submit(const request &req, completion &c) noexcept
 		o->total = req.iov_bytes();
 		o->req.iov = nullptr; // only o->iov is used from here on
 	} else if ((req.op == op_kind::sync_range || req.op == op_kind::writeback ||
-		    req.op == op_kind::fadvise_dontneed) &&
+		    req.op == op_kind::fadvise_dontneed || req.op == op_kind::flush_drop) &&
 		   req.length > 0xffffffffULL) {
 		o->chunked = true;
 		o->range_left = req.length - k_range_chunk;
@@ -463,6 +485,9 @@ uring_backend::op *uring_backend::on_cqe_locked(op &o, int res) noexcept
 	case op_kind::sync_range:
 	case op_kind::writeback:
 	case op_kind::fadvise_dontneed:
+	case op_kind::flush_drop:
+		if (o.head_error != 0)
+			res = -o.head_error; // the first error
 		if (res < 0) {
 			o.res = result::failure(-res);
 			return &o;
@@ -514,6 +539,12 @@ void uring_backend::reaper_loop() noexcept
 			std::lock_guard lock(_mutex);
 			if (data == k_internal) {
 				--_internal;
+			} else if (data & k_link_head) {
+				// A flush_drop's write-back: its drop completes the op.
+				--_internal;
+				op &o = *reinterpret_cast<op *>(data & ~k_link_head);
+				if (res < 0 && o.head_error == 0)
+					o.head_error = -res;
 			} else {
 				finished = on_cqe_locked(*reinterpret_cast<op *>(data), res);
 				if (finished)

@@ -29,6 +29,9 @@ enum class op_kind : std::uint8_t {
 	sync_range,	  // sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)
 	writeback,	  // sync_file_range(WRITE): start write-back, do not wait
 	fadvise_dontneed, // posix_fadvise(POSIX_FADV_DONTNEED); length 0 = to EOF
+	flush_drop,	  // sync_range, then fadvise_dontneed of the same range
+			  // even if it failed (io_uring: linked, one submission
+			  // and one io-wq hand-off); the first error is returned
 };
 
 const char *op_name(op_kind op) noexcept;
