@@ -346,12 +346,9 @@ fi
 over_bps=$(to_bytes "${DCACHE_BENCH_OVERLOAD_BPS:-50M}")
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$DCACHE_PID/status"; }
-# Around an own-server run's load, the counters zeroed, then read.  The
-# server's RSS, threads and io-wq workers during it are sampled by
-# dcache-bench (--server-pid, every 50 ms): the jobs' JSON.
-own_begin() { fsal_stats_reset "$1.stats0"; }  # base
-own_end() { fsal_stats "$1.stats1"; }          # base
-# A summary of one own-server run: the samples, the server's RSS at the
+# An own-server run's RSS, threads and io-wq workers during its load are
+# sampled by dcache-bench (--server-pid, every 50 ms): the jobs' JSON.
+# A summary of one own-server run: the server's RSS at the
 # marks, the dcache-bench results and the plugin's counters.
 server_summary() {  # base workload variant idle_kib load_end_kib after_kib rc...
   python3 - "$@" <<'PY'
@@ -390,7 +387,7 @@ memory_run() {  # variant
   local v=$1 base=$out/servers/memory.$1 url="nfs://$DCACHE_SERVER/$1" rc1=0 rc2=0 idle end after
   local limit=$((mem_load + 300))
   idle=$(rss_kib)
-  own_begin "$base"
+  fsal_stats_reset "$base.stats0"
   timeout --kill-after=10 "$limit" "$bench" url="$url" rw=rw rwmixread=60 bs=1M numjobs=48 iodepth=16 \
     size="$mem_file" filename=mem time_based=1 runtime="$mem_load" --server-pid "$DCACHE_PID" \
     --json "$base.big.json" --no-progress 2>"$base.big.err" &
@@ -405,7 +402,7 @@ memory_run() {  # variant
   log "memory $v: load done (RSS $((end / 1024)) MiB), idle ${mem_idle}s"
   sleep "$mem_idle"
   after=$(rss_kib)
-  own_end "$base"
+  fsal_stats "$base.stats1"
   server_summary "$base" memory "$v" "$idle" "$end" "$after" "$rc1" "$rc2"
 }
 
@@ -418,14 +415,14 @@ overload_run() {  # variant
     return 0
   fi
   idle=$(rss_kib)
-  own_begin "$base"
+  fsal_stats_reset "$base.stats0"
   # what is in flight when the load stops drains at the throttled rate
   local drain=$((over_jobs * over_depth * 1048576 / over_bps))
   timeout --kill-after=10 $((over_load + drain + 300)) "$bench" url="nfs://$DCACHE_SERVER/$v" rw=write bs=1M \
     numjobs="$over_jobs" iodepth="$over_depth" size=$((64 << 20)) filename=over time_based=1 runtime="$over_load" \
     --server-pid "$DCACHE_PID" --json "$base.write.json" --no-progress 2>"$base.write.err" || rc=$?
   end=$(rss_kib)
-  own_end "$base"
+  fsal_stats "$base.stats1"
   cg_leave blkio
   server_summary "$base" overload "$v" "$idle" "$end" "$end" "$rc"
 }

@@ -22,13 +22,6 @@ io::result range_request(dcache_export &e, io::op_kind op, int fd, std::uint64_t
 	return e.backend->execute(io::request{.op = op, .fd = fd, .offset = offset, .length = length});
 }
 
-void note_flush(dcache_export &e, const io::result &r) noexcept
-{
-	if (!r.ok())
-		DCACHE_LOG_ONCE(e, sync_range_error, DCACHE_LOG_WARN, "dcache %s: sync_file_range failed: %s", e.name,
-				std::strerror(r.error));
-}
-
 void count_drop(dcache_export &e, const io::result &r) noexcept
 {
 	if (r.ok())
@@ -42,7 +35,10 @@ void count_drop(dcache_export &e, const io::result &r) noexcept
 
 void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
-	note_flush(e, range_request(e, io::op_kind::sync_range, fd, offset, length));
+	const io::result r = range_request(e, io::op_kind::sync_range, fd, offset, length);
+	if (!r.ok())
+		DCACHE_LOG_ONCE(e, sync_range_error, DCACHE_LOG_WARN, "dcache %s: sync_file_range failed: %s", e.name,
+				std::strerror(r.error));
 }
 
 // One piece of side work, one backend request: a drop, or a write-back
