@@ -3,7 +3,9 @@
 #include "log.h"
 #include "settings.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <thread>
 
@@ -28,6 +30,22 @@ void settings_history::publish(const dcache_settings &s)
 	_current.store(_all.back().get(), std::memory_order_release);
 }
 
+namespace {
+
+// IO_Workers_Max, applied to the running backend (at creation and live).
+void apply_io_workers(dcache_export &e, std::uint32_t n) noexcept
+{
+	if (e.backend == nullptr)
+		return;
+	if (const int err = e.backend->set_io_workers(n); err != 0)
+		log_msg(DCACHE_LOG_WARN,
+			"dcache %s: IO_Workers_Max = %u not applied (%s%s): io-wq workers stay as the kernel has them",
+			e.name, n, strerrorname_np(err),
+			err == EINVAL ? ": IORING_REGISTER_IOWQ_MAX_WORKERS needs kernel 5.15" : "");
+}
+
+} // namespace
+
 } // namespace dcache::core
 
 dcache_export::dcache_export(const dcache_settings &s, const char *n, dcache::io::backend *b) : backend(b), settings(s)
@@ -37,6 +55,7 @@ dcache_export::dcache_export(const dcache_settings &s, const char *n, dcache::io
 	boundary.set_limits(s.boundary_max_pages, s.boundary_max_age_ms);
 	if (b != nullptr && !b->completes_inline())
 		stats.add(dcache::core::stat::backend_io_uring);
+	dcache::core::apply_io_workers(*this, s.io_workers_max);
 }
 
 namespace dcache::core {
@@ -95,6 +114,8 @@ void export_update(dcache_export &e, const dcache_settings &s)
 			e.name, s.io_backend == DCACHE_IO_BACKEND_SYNC ? "sync" : "io_uring", s.io_queue_depth,
 			e.backend != nullptr ? e.backend->name() : "?");
 	e.boundary.set_limits(s.boundary_max_pages, s.boundary_max_age_ms);
+	if (old.io_workers_max != s.io_workers_max)
+		apply_io_workers(e, s.io_workers_max);
 	e.settings.publish(s);
 }
 

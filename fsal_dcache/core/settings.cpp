@@ -20,6 +20,7 @@ constexpr std::uint32_t k_max_boundary_age_ms = 3600u * 1000u;
 // uring_backend::k_max_depth (not included here: settings stay pure).
 constexpr std::uint32_t k_max_queue_depth = 4096;
 constexpr std::uint32_t k_max_blocking = 1024;
+constexpr std::uint32_t k_max_io_workers = 4096;
 
 bool iequals(std::string_view a, std::string_view b) noexcept
 {
@@ -226,6 +227,12 @@ constexpr setting k_settings[] = {
 		 return parse_uint(t, 0, k_max_blocking, &s.io_blocking_max);
 	 },
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.io_blocking_max, o, n); }},
+	{"IO_Workers_Max", &dcache_settings_text::io_workers_max,
+	 "an integer from 0 to 4096 (io-wq workers of the export's ring; 0: the kernel's default, the ring's entries or 4 per CPU if fewer)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_uint(t, 0, k_max_io_workers, &s.io_workers_max);
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.io_workers_max, o, n); }},
 };
 
 // The table is the list of core.h, in its order, field for field.
@@ -280,6 +287,7 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.io_queue_depth = 32;
 	s.cached_read_fast_path = true;
 	s.io_blocking_max = 32;
+	s.io_workers_max = 0;
 	return s;
 }
 

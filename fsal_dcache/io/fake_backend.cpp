@@ -213,4 +213,29 @@ void fake_backend::clear_calls()
 	_calls.clear();
 }
 
+int fake_backend::set_io_workers(unsigned n) noexcept
+{
+	std::lock_guard lock(_mutex);
+	if (_io_workers_error != 0)
+		return _io_workers_error;
+	try {
+		_io_workers_set.push_back(n);
+	} catch (const std::bad_alloc &) {
+		return ENOMEM;
+	}
+	return 0;
+}
+
+void fake_backend::fail_io_workers(int err)
+{
+	std::lock_guard lock(_mutex);
+	_io_workers_error = err;
+}
+
+std::vector<unsigned> fake_backend::io_workers_set() const
+{
+	std::lock_guard lock(_mutex);
+	return _io_workers_set;
+}
+
 } // namespace dcache::io

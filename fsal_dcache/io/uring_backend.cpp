@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <limits.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +23,9 @@ namespace {
 // user_data of our own SQEs (wake-up NOP, cancel).  Ops are heap objects
 // with at least 8-byte alignment, so an odd value never names one.
 constexpr std::uint64_t k_internal = 1;
+// user_data of the eventfd read that wakes the reaper for handed-off ops
+// (compared before the link-head bit below, which 4 does not have).
+constexpr std::uint64_t k_wake = 4;
 // Tags the user_data of a flush_drop's first SQE (the write-back, linked to
 // the drop that completes the op): bit 1 of an op's address is 0 too.
 constexpr std::uint64_t k_link_head = 2;
@@ -38,6 +43,7 @@ constexpr std::uint64_t k_current_pos = ~0ULL;
 struct uring_backend::op {
 	request req; // current state: offset/iov advance on resubmission
 	completion *done = nullptr;
+	op *next = nullptr;	      // the hand-off list
 	std::vector<iovec> iov;	      // our copy of the caller's iovec array
 	std::size_t first = 0;	      // first iovec not yet fully transferred
 	std::size_t total = 0;	      // rw: bytes asked
@@ -81,7 +87,15 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 		std::unique_ptr<uring_backend> b(new uring_backend());
 		b->_ring = std::make_unique<io_uring>();
 		io_uring_params params{};
-		const int rc = io_uring_queue_init_params(depth, b->_ring.get(), &params);
+		// The reaper is the only submitter and is always about to enter
+		// the kernel: task work needs no interrupt (5.19+; refused with
+		// EINVAL before).
+		params.flags = IORING_SETUP_COOP_TASKRUN;
+		int rc = io_uring_queue_init_params(depth, b->_ring.get(), &params);
+		if (rc == -EINVAL) {
+			params = io_uring_params{};
+			rc = io_uring_queue_init_params(depth, b->_ring.get(), &params);
+		}
 		if (rc < 0) {
 			b->_ring.reset(); // never initialised: nothing to tear down
 			out.error = -rc;
@@ -122,13 +136,10 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 			int opcode;
 			const char *name;
 		} needed[] = {
-			{IORING_OP_NOP, "NOP"},
-			{IORING_OP_READV, "READV"},
-			{IORING_OP_WRITEV, "WRITEV"},
-			{IORING_OP_FSYNC, "FSYNC"},
-			{IORING_OP_SYNC_FILE_RANGE, "SYNC_FILE_RANGE"},
-			{IORING_OP_FADVISE, "FADVISE"},
-			{IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"},
+			{IORING_OP_NOP, "NOP"},		{IORING_OP_READ, "READ"},
+			{IORING_OP_READV, "READV"},	{IORING_OP_WRITEV, "WRITEV"},
+			{IORING_OP_FSYNC, "FSYNC"},	{IORING_OP_SYNC_FILE_RANGE, "SYNC_FILE_RANGE"},
+			{IORING_OP_FADVISE, "FADVISE"}, {IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"},
 		};
 		for (const auto &n : needed) {
 			if (!io_uring_opcode_supported(probe, n.opcode)) {
@@ -140,6 +151,13 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 			}
 		}
 		io_uring_free_probe(probe);
+		b->_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (b->_wake_fd < 0) {
+			out.error = errno;
+			std::snprintf(why, sizeof(why), "eventfd for the io_uring reaper: %s", std::strerror(errno));
+			out.why = why;
+			return out;
+		}
 		b->_depth = depth;
 		b->_reaper = std::thread(&uring_backend::reaper_loop, b.get());
 		b->_reaper_id = b->_reaper.get_id();
@@ -162,13 +180,16 @@ uring_backend::~uring_backend()
 		{
 			std::lock_guard lock(_mutex);
 			_stopping = true;
-			wake_and_cancel_locked();
 		}
 		_space.notify_all();
+		wake(); // the reaper cancels what it can and waits for the rest
 		_reaper.join();
 	}
+	// Cancels the wake-up read still armed.
 	if (_ring)
 		io_uring_queue_exit(_ring.get());
+	if (_wake_fd >= 0)
+		::close(_wake_fd);
 }
 
 std::size_t uring_backend::in_flight() const noexcept
@@ -211,13 +232,14 @@ io_uring_sqe *get_sqe(io_uring *ring) noexcept
 
 } // namespace
 
-void uring_backend::wake_and_cancel_locked() noexcept
+void uring_backend::queue_cancel() noexcept
 {
 	// Cancel whatever can be cancelled (requests parked on poll, queued in
-	// io-wq); requests already running complete normally.  The NOP makes
-	// sure the reaper wakes even when nothing is in flight.  Kernels
-	// without IORING_ASYNC_CANCEL_ANY (< 5.19) fail the cancel with EINVAL
-	// and we simply wait for the requests to finish.
+	// io-wq, the wake-up read, which the loop arms again); requests already
+	// running complete normally.  The NOP makes sure the reaper wakes even
+	// when nothing is in flight.  Kernels without IORING_ASYNC_CANCEL_ANY
+	// (< 5.19) fail the cancel with EINVAL and we simply wait for the
+	// requests to finish.
 	if (io_uring_sqe *sqe = get_sqe(_ring.get())) {
 		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
 		io_uring_sqe_set_data64(sqe, k_internal);
@@ -228,10 +250,75 @@ void uring_backend::wake_and_cancel_locked() noexcept
 		io_uring_sqe_set_data64(sqe, k_internal);
 		++_internal;
 	}
-	flush(_ring.get());
 }
 
-int uring_backend::queue_locked(op &o) noexcept
+void uring_backend::arm_wake() noexcept
+{
+	// A read of the eventfd: it completes (and resets the counter) once a
+	// thread hands off an op to an empty list.  eventfd reads never block
+	// an io-wq worker: the kernel waits on its poll queue.
+	if (io_uring_sqe *sqe = get_sqe(_ring.get())) {
+		io_uring_prep_read(sqe, _wake_fd, &_wake_count, sizeof(_wake_count), 0);
+		io_uring_sqe_set_data64(sqe, k_wake);
+		_wake_armed = true;
+	}
+}
+
+void uring_backend::wake() const noexcept
+{
+	// EAGAIN only if the counter would overflow: it is then non-zero, and
+	// the reaper's read completes anyway.
+	while (eventfd_write(_wake_fd, 1) < 0 && errno == EINTR) {
+	}
+}
+
+void uring_backend::hand_off(op *o) noexcept
+{
+	op *head = _handoff.load(std::memory_order_relaxed);
+	do
+		o->next = head;
+	while (!_handoff.compare_exchange_weak(head, o, std::memory_order_release, std::memory_order_relaxed));
+	// Only the op that finds the list empty wakes the reaper: an op pushed
+	// on a non-empty list is taken with the ops before it.  The reaper's
+	// read resets the eventfd before it takes the list, so a push after
+	// the take finds the list empty and wakes it again.
+	if (head == nullptr)
+		wake();
+}
+
+void uring_backend::finish(op *o) noexcept
+{
+	o->next = nullptr;
+	if (_finished_last != nullptr)
+		_finished_last->next = o;
+	else
+		_finished = o;
+	_finished_last = o;
+	++_finished_count;
+}
+
+void uring_backend::take_handoffs() noexcept
+{
+	op *lifo = _handoff.exchange(nullptr, std::memory_order_acquire);
+	op *fifo = nullptr;
+	while (lifo != nullptr) {
+		op *n = lifo->next;
+		lifo->next = fifo;
+		fifo = lifo;
+		lifo = n;
+	}
+	while (fifo != nullptr) {
+		op *o = fifo;
+		fifo = o->next;
+		o->next = nullptr;
+		if (const int err = queue(*o); err != 0) {
+			o->res = result::failure(err);
+			finish(o);
+		}
+	}
+}
+
+int uring_backend::queue(op &o) noexcept
 {
 	const request &r = o.req;
 	if (r.op == op_kind::flush_drop) {
@@ -282,7 +369,6 @@ int uring_backend::queue_locked(op &o) noexcept
 	// After prep: liburing's prep helpers zero the personality field.
 	sqe->personality = static_cast<__u16>(r.personality);
 	io_uring_sqe_set_data(sqe, &o);
-	flush(_ring.get());
 	return 0;
 }
 
@@ -291,8 +377,8 @@ int uring_backend::register_personality() noexcept
 {
 	if (const int err = _fail_capture.load(std::memory_order_relaxed); err != 0)
 		return -err;
-	// No lock: io_uring_register takes the ring's own lock in the kernel
-	// and does not touch the SQ/CQ memory we share with the reaper.
+	// From any thread: io_uring_register takes the ring's own lock in the
+	// kernel and does not touch the SQ/CQ memory the reaper owns.
 	const int id = io_uring_register_personality(_ring.get());
 	if (id < 0)
 		return id;
@@ -425,23 +511,59 @@ void uring_backend::submit(const request &req, completion &c) noexcept
 		o->req.length = k_range_chunk;
 	}
 
-	std::unique_lock lock(_mutex);
-	// The reaper thread must never wait for space: only it can make some.
-	if (std::this_thread::get_id() != _reaper_id)
-		_space.wait(lock, [this] { return _stopping || _in_flight < _depth; });
-	int err = _stopping ? ECANCELED : queue_locked(*o);
-	if (err == 0) {
+	const bool reaper = on_completion_thread();
+	{
+		std::unique_lock lock(_mutex);
+		// The reaper thread must never wait for space: only it can make
+		// some.
+		if (!reaper)
+			_space.wait(lock, [this] { return _stopping || _in_flight < _depth; });
+		if (_stopping) {
+			lock.unlock();
+			delete o;
+			c.complete(result::failure(ECANCELED));
+			return;
+		}
 		++_in_flight;
 		if (_in_flight > _max_in_flight)
 			_max_in_flight = _in_flight;
+	}
+	if (!reaper) {
+		hand_off(o);
 		return;
 	}
-	lock.unlock();
-	delete o;
-	c.complete(result::failure(err));
+	if (const int err = queue(*o); err != 0) {
+		{
+			std::lock_guard lock(_mutex);
+			--_in_flight;
+		}
+		_space.notify_one();
+		delete o;
+		c.complete(result::failure(err));
+	}
 }
 
-uring_backend::op *uring_backend::on_cqe_locked(op &o, int res) noexcept
+int uring_backend::set_io_workers(unsigned n) noexcept
+{
+	unsigned limit = n;
+	if (limit == 0) {
+		const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		// The kernel's own choice: the SQ's entries (depth, rounded up
+		// to a power of two), or 4 per CPU if fewer.
+		limit = std::min(std::bit_ceil(_depth), 4U * static_cast<unsigned>(cpus > 0 ? cpus : 1));
+	}
+	// Both kinds: regular files are bounded work, anything else unbounded.
+	// Registered here, the bound holds for every task using the ring,
+	// the reaper included, whether it has started io-wq workers yet or not.
+	unsigned values[2] = {limit, limit};
+	const int rc = io_uring_register_iowq_max_workers(_ring.get(), values);
+	if (rc < 0)
+		return -rc;
+	_io_workers.store(limit, std::memory_order_relaxed);
+	return 0;
+}
+
+uring_backend::op *uring_backend::on_cqe(op &o, int res) noexcept
 {
 	switch (o.req.op) {
 	case op_kind::read:
@@ -456,7 +578,7 @@ uring_backend::op *uring_backend::on_cqe_locked(op &o, int res) noexcept
 		// 0 bytes: EOF for a read; a write that moves nothing would loop.
 		// While stopping, report the progress instead of going on (the
 		// remainder could outlive the cancel that was already sent).
-		if (n == 0 || o.moved >= o.total || _stopping) {
+		if (n == 0 || o.moved >= o.total || _stop_seen) {
 			o.res = result::success(o.moved);
 			return &o;
 		}
@@ -474,7 +596,7 @@ uring_backend::op *uring_backend::on_cqe_locked(op &o, int res) noexcept
 		if (o.req.offset != k_current_pos)
 			o.req.offset += static_cast<std::uint64_t>(res);
 		_resubmits.fetch_add(1, std::memory_order_relaxed);
-		if (queue_locked(o) != 0) {
+		if (queue(o) != 0) {
 			o.res = result::success(o.moved);
 			return &o;
 		}
@@ -496,14 +618,14 @@ uring_backend::op *uring_backend::on_cqe_locked(op &o, int res) noexcept
 			o.res = result::success(0);
 			return &o;
 		}
-		if (_stopping) {
+		if (_stop_seen) {
 			o.res = result::failure(ECANCELED);
 			return &o;
 		}
 		o.req.offset += o.req.length;
 		o.req.length = o.range_left > k_range_chunk ? k_range_chunk : o.range_left;
 		o.range_left -= o.req.length;
-		if (const int err = queue_locked(o); err != 0) {
+		if (const int err = queue(o); err != 0) {
 			o.res = result::failure(err);
 			return &o;
 		}
@@ -517,45 +639,60 @@ void uring_backend::reaper_loop() noexcept
 {
 	io_uring *ring = _ring.get();
 	for (;;) {
-		io_uring_cqe *cqe = nullptr;
-		const int rc = io_uring_wait_cqe(ring, &cqe);
-		if (rc < 0) {
-			// EINTR/EAGAIN/ETIME are transient; anything else means a
-			// broken ring, where retrying slowly beats spinning.
-			if (rc != -EINTR && rc != -EAGAIN && rc != -ETIME)
-				std::this_thread::sleep_for(std::chrono::milliseconds(1));
-			continue;
+		if (!_wake_armed)
+			arm_wake();
+		take_handoffs();
+		if (_stop_seen && !_cancel_sent) {
+			queue_cancel();
+			_cancel_sent = true;
 		}
-		const std::uint64_t data = io_uring_cqe_get_data64(cqe);
-		const int res = cqe->res;
-		io_uring_cqe_seen(ring, cqe);
+		// One enter submits everything queued since the last one (handed
+		// off, resubmitted, chained by completions) and waits.
+		const int rc = _finished == nullptr ? io_uring_submit_and_wait(ring, 1) : io_uring_submit(ring);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME)
+			// A broken ring: retrying slowly beats spinning.
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
-		op *finished = nullptr;
-		bool quit = false;
-		{
-			// Taking the lock here is also what makes the submitter's
-			// writes to the op visible to this thread (the CQE itself
-			// is written by the kernel, which TSan cannot see).
-			std::lock_guard lock(_mutex);
+		io_uring_cqe *cqe = nullptr;
+		while (io_uring_peek_cqe(ring, &cqe) == 0) {
+			const std::uint64_t data = io_uring_cqe_get_data64(cqe);
+			const int res = cqe->res;
+			io_uring_cqe_seen(ring, cqe);
 			if (data == k_internal) {
 				--_internal;
+			} else if (data == k_wake) {
+				_wake_armed = false; // armed again before the take
 			} else if (data & k_link_head) {
 				// A flush_drop's write-back: its drop completes the op.
 				--_internal;
 				op &o = *reinterpret_cast<op *>(data & ~k_link_head);
 				if (res < 0 && o.head_error == 0)
 					o.head_error = -res;
-			} else {
-				finished = on_cqe_locked(*reinterpret_cast<op *>(data), res);
-				if (finished)
-					--_in_flight;
+			} else if (op *done = on_cqe(*reinterpret_cast<op *>(data), res)) {
+				finish(done);
 			}
+		}
+
+		bool quit = false;
+		{
+			std::lock_guard lock(_mutex);
+			_in_flight -= _finished_count;
+			_stop_seen = _stopping;
 			quit = _stopping && _in_flight == 0 && _internal == 0;
 		}
-		if (finished) {
-			_space.notify_one();
-			finished->done->complete(finished->res);
-			delete finished;
+		if (_finished != nullptr) {
+			_space.notify_all();
+			op *o = _finished;
+			_finished = nullptr;
+			_finished_last = nullptr;
+			_finished_count = 0;
+			// A completion may submit: queued for the next enter.
+			while (o != nullptr) {
+				op *n = o->next;
+				o->done->complete(o->res);
+				delete o;
+				o = n;
+			}
 		}
 		if (quit)
 			return;

@@ -32,6 +32,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -1028,6 +1030,78 @@ TEST(uring_factory, depth_bounds_requests_in_flight)
 		EXPECT_TRUE(
 			std::equal(got[i].begin(), got[i].end(), data.begin() + static_cast<std::ptrdiff_t>(i * 4096)))
 			<< "request " << i;
+}
+
+// io-wq workers of this process (threads named iou-wrk-PID).
+std::size_t iowq_threads()
+{
+	std::size_t n = 0;
+	for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+		std::ifstream comm(task.path() / "comm");
+		std::string name;
+		if (std::getline(comm, name) && name.rfind("iou-wrk-", 0) == 0)
+			++n;
+	}
+	return n;
+}
+
+// Every request goes to the kernel from the reaper, whichever thread
+// submits it, so IO_Workers_Max bounds all of the ring's io-wq workers.
+// 8 threads submit 64 fsyncs of dirty files (io_uring always hands an
+// fsync to io-wq).  Were they submitted from those threads, each would get
+// an io-wq of its own, and at least one worker in it: 8 or more.
+TEST(uring_factory, io_workers_bound_every_submitter)
+{
+	auto r = make_uring_backend(32);
+	if (r.error)
+		GTEST_SKIP() << "io_uring unavailable: " << r.why;
+	const int err = r.backend->set_io_workers(2);
+	if (err == EINVAL)
+		GTEST_SKIP() << "IORING_REGISTER_IOWQ_MAX_WORKERS refused (EINVAL): kernel < 5.15";
+	ASSERT_EQ(err, 0) << std::strerror(err);
+	EXPECT_EQ(r.backend->io_workers(), 2u);
+	const std::size_t before = iowq_threads();
+
+	constexpr std::size_t k_threads = 8, k_each = 8;
+	std::vector<std::unique_ptr<temp_file>> files;
+	auto data = pattern(256 * 1024, 3);
+	for (std::size_t i = 0; i < k_threads * k_each; ++i) {
+		files.push_back(std::make_unique<temp_file>("/tmp"));
+		ASSERT_GE(files.back()->fd(), 0);
+	}
+	batch done(k_threads * k_each);
+	std::vector<batch::one> comps(k_threads * k_each);
+	std::atomic<bool> sampling{true};
+	std::size_t peak = 0;
+	std::thread sampler([&] {
+		while (sampling.load())
+			peak = std::max(peak, iowq_threads());
+	});
+	std::vector<std::thread> ts;
+	for (std::size_t t = 0; t < k_threads; ++t)
+		ts.emplace_back([&, t] {
+			for (std::size_t i = t * k_each; i < (t + 1) * k_each; ++i) {
+				ASSERT_EQ(pwrite(files[i]->fd(), data.data(), data.size(), 0),
+					  static_cast<ssize_t>(data.size()));
+				comps[i].owner = &done;
+				comps[i].index = i;
+				request q;
+				q.op = op_kind::fsync;
+				q.fd = files[i]->fd();
+				r.backend->submit(q, comps[i]);
+			}
+			(void)done.wait_total(k_threads * k_each);
+		});
+	for (auto &th : ts)
+		th.join();
+	sampling.store(false);
+	sampler.join();
+	peak = std::max(peak, iowq_threads());
+	std::printf("  io-wq workers: %zu before, %zu at the peak (bound 2)\n", before, peak);
+	EXPECT_GE(peak, before + 1) << "no fsync reached io-wq: the test could not tell";
+	EXPECT_LE(peak, before + 2);
+	for (std::size_t i = 0; i < k_threads * k_each; ++i)
+		EXPECT_TRUE(done.res(i).ok()) << "fsync " << i << ": " << std::strerror(done.res(i).error);
 }
 
 } // namespace

@@ -773,6 +773,30 @@ TEST_F(engine, live_update_applies_to_the_next_request)
 	EXPECT_TRUE(write(0, p).stable);
 }
 
+// IO_Workers_Max reaches the backend when the export is created and again
+// on a live update that changes it (not on one that leaves it); a backend
+// that refuses it is named in the log and the export goes on.
+TEST_F(engine, io_workers_max_is_applied_at_creation_and_live)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_workers_max = 3;
+	make(s); // after the fixture's export of the defaults
+	EXPECT_EQ(fb.io_workers_set(), (std::vector<unsigned>{0, 3}));
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	dcache_export_update(exp, &s);
+	EXPECT_EQ(fb.io_workers_set(), (std::vector<unsigned>{0, 3}));
+	s.io_workers_max = 0;
+	dcache_export_update(exp, &s);
+	EXPECT_EQ(fb.io_workers_set(), (std::vector<unsigned>{0, 3, 0}));
+	fb.fail_io_workers(EINVAL);
+	s.io_workers_max = 9;
+	dcache_export_update(exp, &s);
+	EXPECT_EQ(log_lines_with("IO_Workers_Max = 9 not applied (EINVAL"), 1u);
+	EXPECT_EQ(dcache_export_settings(exp).io_workers_max, 9u);
+	payload p(100, 0);
+	EXPECT_EQ(write(0, p).bytes, 100u);
+}
+
 TEST(stats, names_are_unique_snake_case_and_include_the_documented_counters)
 {
 	std::set<std::string> names;

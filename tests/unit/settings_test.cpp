@@ -335,6 +335,7 @@ const std::map<std::string, const char *> k_non_default = {
 	{"IO_Queue_Depth", "128"},
 	{"Cached_Read_Fast_Path", "false"},
 	{"IO_Blocking_Max", "7"},
+	{"IO_Workers_Max", "5"},
 };
 
 std::string formatted(const dcache_settings &s)
@@ -381,7 +382,7 @@ TEST(settings, every_setting_round_trips_through_a_live_export)
 	DCACHE_SETTINGS(DCACHE_ROUND_TRIP)
 #undef DCACHE_ROUND_TRIP
 	EXPECT_EQ(listed, k_non_default.size()) << "a value here for a setting that is not in DCACHE_SETTINGS";
-	EXPECT_EQ(listed, 12u);
+	EXPECT_EQ(listed, 13u);
 }
 
 TEST(settings, format_lists_every_setting_in_order)

@@ -83,6 +83,7 @@ struct dcache_settings_text {
 	const char *io_queue_depth DCACHE_UNSET;	/* 1 .. 4096, default 32 */
 	const char *cached_read_fast_path DCACHE_UNSET; /* bool, default true */
 	const char *io_blocking_max DCACHE_UNSET;	/* 0 .. 1024, default 32 */
+	const char *io_workers_max DCACHE_UNSET;	/* 0 .. 4096, default 0 (the kernel's) */
 };
 
 /* Every setting of the FSAL block, as X(name in ganesha.conf, field): the
@@ -102,7 +103,8 @@ struct dcache_settings_text {
 	X("IO_Backend", io_backend)                                   \
 	X("IO_Queue_Depth", io_queue_depth)                           \
 	X("Cached_Read_Fast_Path", cached_read_fast_path)             \
-	X("IO_Blocking_Max", io_blocking_max)
+	X("IO_Blocking_Max", io_blocking_max)                         \
+	X("IO_Workers_Max", io_workers_max)
 
 /* Validated settings. */
 struct dcache_settings {
@@ -129,6 +131,10 @@ struct dcache_settings {
 	 * cheapest way while workers are plentiful); beyond that they go
 	 * through io_uring and free their worker.  0: always io_uring. */
 	uint32_t io_blocking_max;
+	/* On io_uring: the most io-wq workers the export's ring may have
+	 * (threads the kernel starts for requests it cannot issue without
+	 * blocking).  0: the kernel's default, min(ring entries, 4 x CPUs). */
+	uint32_t io_workers_max;
 };
 
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */

@@ -150,6 +150,16 @@ public:
 		return {EOPNOTSUPP, -1, false, false};
 	}
 
+	// The most threads the backend may start of its own for requests it
+	// cannot issue without blocking (io_uring's io-wq workers); 0: the
+	// backend's default.  Returns 0 or an errno value.  Default: the
+	// backend starts none (sync, fake), nothing to bound.
+	[[nodiscard]] virtual int set_io_workers(unsigned n) noexcept
+	{
+		(void)n;
+		return 0;
+	}
+
 	// ---- credentials (see class credentials) ----
 
 	// Captures the CALLING thread's current credentials.  Default: an

@@ -55,8 +55,12 @@ public:
 	[[nodiscard]] dio_caps probe_dio(int fd) noexcept override;
 	[[nodiscard]] open_result open_direct(int fd) noexcept override;
 	void close_fd(int fd) noexcept override;
+	// Records n (io_workers_set) and succeeds, or fails with the error
+	// fail_io_workers() gave.
+	[[nodiscard]] int set_io_workers(unsigned n) noexcept override;
 
 	// ---- configuration ----
+	void fail_io_workers(int err);
 	void set_caps(dio_caps caps);
 	void set_open_direct_error(int err); // e.g. EINVAL (tmpfs-like)
 	void inject(fault f);
@@ -74,6 +78,8 @@ public:
 	[[nodiscard]] std::size_t probes() const;
 	[[nodiscard]] std::size_t opens() const;
 	[[nodiscard]] int open_direct_fds() const; // opened and not yet closed
+	// The n of every set_io_workers() call, in order.
+	[[nodiscard]] std::vector<unsigned> io_workers_set() const;
 	void clear_calls();
 
 private:
@@ -92,6 +98,8 @@ private:
 	std::size_t _probes = 0;
 	std::size_t _opens = 0;
 	int _open_fds = 0;
+	std::vector<unsigned> _io_workers_set;
+	int _io_workers_error = 0;
 };
 
 } // namespace dcache::io

@@ -42,23 +42,33 @@
 // completion.
 //
 // Thread-safety: all members may be called concurrently from any number of
-// threads.  SQ access is serialised by one mutex: io_uring's SQ ring is a
-// single-producer structure (liburing's get_sqe/submit are not thread-safe),
-// a submission is a few hundred nanoseconds under the lock, and the
-// alternatives (a ring per thread, or a submission queue thread) cost a
-// ring's memory per Ganesha worker or an extra hand-off per request.
-// Only the reaper thread touches the CQ.
+// threads.  The reaper thread is the ring's only submitter: submit() from
+// any other thread pushes the request on a lock-free list and, if the list
+// was empty, wakes the reaper through an eventfd it keeps a read armed on;
+// the reaper fills the SQEs of everything pushed since and hands them to
+// the kernel in one io_uring_enter, the same one that waits for the next
+// completion.  Why one submitter: io_uring's io-wq workers (the threads
+// it starts for requests it cannot issue without blocking: fsync,
+// sync_file_range, fadvise, buffered writes XFS refuses with NOWAIT,
+// allocating O_DIRECT writes) belong to the task that submitted the
+// request.  With every Ganesha worker submitting, each of ~200 workers kept
+// an io-wq of its own; with one submitter there is one io-wq per ring, and
+// set_io_workers() (IORING_REGISTER_IOWQ_MAX_WORKERS) bounds it.  The
+// hand-off costs an eventfd write only when the reaper has nothing pending
+// (the list was empty); under load, requests share the reaper's
+// submission.  Only the reaper touches the SQ and the CQ; _mutex guards
+// the in-flight count the back-pressure waits on.
 //
-// Back-pressure: at most depth() requests are in flight; submit() blocks
-// while the ring is full (except on the reaper thread itself, where
-// blocking would deadlock: a completion callback may submit the next
-// segment; the kernel's CQ overflow list (IORING_FEAT_NODROP) absorbs that
-// excess).
+// Back-pressure: at most depth() requests are in flight (handed off or in
+// the ring); submit() blocks while that many are (except on the reaper
+// thread itself, where blocking would deadlock: a completion callback may
+// submit the next segment; the kernel's CQ overflow list
+// (IORING_FEAT_NODROP) absorbs that excess).
 //
 // Credentials: a request runs with the credentials of the thread whose
 // io_uring_enter issues it (and a request punted to io-wq takes the
-// submitter's credentials at punt time), so a step submitted from a
-// completion callback runs as the reaper thread (Ganesha's root).
+// submitter's credentials at punt time): here always the reaper thread
+// (Ganesha's root), whichever thread called submit().
 // capture_credentials() registers the calling thread's credentials as a
 // personality (IORING_REGISTER_PERSONALITY, one io_uring_register call);
 // request::personality != 0 goes to sqe->personality of every SQE of that
@@ -70,10 +80,11 @@
 // and ignore the personality (use them only for credential-insensitive
 // work there: fsync, sync_file_range, fadvise).
 //
-// Kernel note: io_uring may finish a request with task work that runs in
-// the context of the SUBMITTING thread, and a thread that exits cancels the
-// requests it submitted.  Ganesha's worker threads are long-lived, so this
-// only matters to tests: keep submitting threads alive until completion.
+// Kernel note: io_uring finishes a request with task work that runs in the
+// context of the submitting thread: the reaper, which runs it whenever it
+// enters the kernel (IORING_SETUP_COOP_TASKRUN where the kernel has it,
+// 5.19+: no interrupt for it).  A thread that exits would cancel the
+// requests it submitted; the reaper exits last.
 #pragma once
 
 #include "dcache_io/backend.h"
@@ -123,6 +134,13 @@ public:
 		return std::this_thread::get_id() == _reaper_id;
 	}
 	[[nodiscard]] credentials_result capture_credentials() noexcept override;
+	// At most n io-wq workers for this ring (each kind: bounded work such
+	// as regular files, unbounded such as sockets); 0: the kernel's own
+	// default, min(depth, 4 x online CPUs).  Applies at once, to workers
+	// already running too.  0 or an errno value (EINVAL: kernel < 5.15).
+	[[nodiscard]] int set_io_workers(unsigned n) noexcept override;
+	// The bound set_io_workers() last applied (what 0 stands for included).
+	[[nodiscard]] unsigned io_workers() const noexcept { return _io_workers.load(std::memory_order_relaxed); }
 	// Cached per identity: one registration serves every later request of
 	// the same uid, gid and groups (up to k_identity_cache identities,
 	// the least recently used one not in use given back first).
@@ -163,25 +181,46 @@ private:
 	friend struct uring_open_result make_uring_backend(unsigned depth) noexcept;
 
 	uring_backend() = default;
-	// Fills an SQE for the op's current state and submits it.  Caller
-	// holds _mutex.  Returns 0 or an errno value (the op was not queued).
-	[[nodiscard]] int queue_locked(op &o) noexcept;
-	// Handles one CQE; returns the op if it is finished (to be completed
-	// outside the lock), nullptr if it was resubmitted.
-	[[nodiscard]] op *on_cqe_locked(op &o, int res) noexcept;
+	// Reaper only, from here to reaper_loop.  Fills the SQE(s) for the
+	// op's current state; the loop submits them.  Returns 0 or an errno
+	// value (the op was not queued).
+	[[nodiscard]] int queue(op &o) noexcept;
+	// Handles one CQE; returns the op if it is finished, nullptr if it was
+	// resubmitted.
+	[[nodiscard]] op *on_cqe(op &o, int res) noexcept;
+	// Queues every op other threads handed off, in the order they came.
+	void take_handoffs() noexcept;
+	// Appends a finished op to _finished (completed after the pass).
+	void finish(op *o) noexcept;
+	void arm_wake() noexcept;
+	void queue_cancel() noexcept;
 	void reaper_loop() noexcept;
-	void wake_and_cancel_locked() noexcept;
+	// Any thread: hands the op to the reaper.
+	void hand_off(op *o) noexcept;
+	void wake() const noexcept;
 
 	sync_backend _sync;
 	std::unique_ptr<io_uring> _ring;
 	unsigned _depth = 0;
+	int _wake_fd = -1;		     // eventfd: "the hand-off list was empty"
+	std::atomic<op *> _handoff{nullptr}; // pushed by any thread, taken by the reaper
 
-	mutable std::mutex _mutex;	// guards the SQ and everything below
+	mutable std::mutex _mutex;	// guards the three below
 	std::condition_variable _space; // signalled when _in_flight drops
 	std::size_t _in_flight = 0;	// caller requests submitted, not completed
 	std::size_t _max_in_flight = 0;
-	std::size_t _internal = 0; // our own NOP/cancel SQEs not yet reaped
 	bool _stopping = false;
+
+	// The reaper's own (no lock).
+	std::size_t _internal = 0; // our own cancel/NOP/link-head SQEs not yet reaped
+	bool _stop_seen = false;   // _stopping, as of the last loop
+	bool _cancel_sent = false;
+	bool _wake_armed = false;
+	std::uint64_t _wake_count = 0; // the armed eventfd read's buffer
+	op *_finished = nullptr;       // ops done in this pass of the loop, in order
+	op *_finished_last = nullptr;
+	std::size_t _finished_count = 0;
+	std::atomic<unsigned> _io_workers{0};
 
 	std::atomic<std::uint64_t> _resubmits{0};
 	std::atomic<std::uint64_t> _personalities{0};
