@@ -360,17 +360,21 @@ void write_op::on_step_result(io::result r)
 // meet the error again and report it).
 void write_op::on_writeback_result(io::result r) noexcept
 {
-	if (_drop_len > 0) {
+	// A DONTCACHE fallback's piece (counted as fallback_no_dontcache), or
+	// a direct WRITE's cached edge.
+	const bool fallback = _drop_len > 0;
+	if (fallback) {
 		flush_and_drop_later(_e, _own, _io.fd, _drop_lo, _drop_len, _later);
 		_drop_len = 0;
+	} else {
+		add(stat::edge_writebacks);
 	}
-	add(stat::edge_writebacks);
 	if (r.ok())
 		return;
 	add(stat::edge_writeback_errors);
 	DCACHE_LOG_ONCE(_e, writeback_error, DCACHE_LOG_WARN,
-			"dcache %s: sync_file_range(SYNC_FILE_RANGE_WRITE) of a WRITE's cached edge failed: %s",
-			_e.name, std::strerror(r.error));
+			"dcache %s: sync_file_range(SYNC_FILE_RANGE_WRITE) of a WRITE's %s failed: %s", _e.name,
+			fallback ? "buffered piece (no RWF_DONTCACHE)" : "cached edge", std::strerror(r.error));
 }
 
 void write_op::on_sync_result(io::result r)

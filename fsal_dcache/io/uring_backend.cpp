@@ -151,7 +151,11 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 			}
 		}
 		io_uring_free_probe(probe);
-		b->_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		// Blocking: some kernels (< 6.x) fail an io_uring read of an
+		// O_NONBLOCK file with EAGAIN at once instead of waiting on its
+		// poll queue.  Writers never block (the counter never nears
+		// its 2^64 - 2 limit: the reaper's read resets it).
+		b->_wake_fd = eventfd(0, EFD_CLOEXEC);
 		if (b->_wake_fd < 0) {
 			out.error = errno;
 			std::snprintf(why, sizeof(why), "eventfd for the io_uring reaper: %s", std::strerror(errno));
@@ -266,8 +270,7 @@ void uring_backend::arm_wake() noexcept
 
 void uring_backend::wake() const noexcept
 {
-	// EAGAIN only if the counter would overflow: it is then non-zero, and
-	// the reaper's read completes anyway.
+	// Never blocks: every read resets the counter, far below its limit.
 	while (eventfd_write(_wake_fd, 1) < 0 && errno == EINTR) {
 	}
 }
@@ -647,8 +650,20 @@ void uring_backend::reaper_loop() noexcept
 			_cancel_sent = true;
 		}
 		// One enter submits everything queued since the last one (handed
-		// off, resubmitted, chained by completions) and waits.
-		const int rc = _finished == nullptr ? io_uring_submit_and_wait(ring, 1) : io_uring_submit(ring);
+		// off, resubmitted, chained by completions) and waits.  Without a
+		// wake-up read in the ring (no SQE for it: the kernel has not
+		// taken the SQ's entries) nothing would wake us for a hand-off:
+		// wait 1 ms at most, then try again.
+		int rc = 0;
+		if (_finished != nullptr) {
+			rc = io_uring_submit(ring);
+		} else if (_wake_armed) {
+			rc = io_uring_submit_and_wait(ring, 1);
+		} else {
+			__kernel_timespec ts{0, 1000000};
+			io_uring_cqe *first = nullptr;
+			rc = io_uring_submit_and_wait_timeout(ring, &first, 1, &ts, nullptr);
+		}
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME)
 			// A broken ring: retrying slowly beats spinning.
 			std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -381,6 +381,7 @@ TEST_F(engine_async, a_dontcache_fallback_writes_back_before_the_reply_and_drops
 	EXPECT_EQ(d.res.error, 0);
 	EXPECT_EQ(d.res.bytes, 8192u);
 	EXPECT_EQ(stat_of(exp, "fallback_no_dontcache"), 1u);
+	EXPECT_EQ(stat_of(exp, "edge_writebacks"), 0u) << "the fallback's write-back is not an edge's";
 	ASSERT_FALSE(before.empty());
 	EXPECT_EQ(before.back(), op_kind::writeback) << "its write-back started before the reply";
 	EXPECT_EQ(std::count(before.begin(), before.end(), op_kind::flush_drop), 0) << "but was not waited for";
