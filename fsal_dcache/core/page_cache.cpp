@@ -17,9 +17,12 @@ namespace {
 
 constexpr std::uint64_t k_drop_after_read_reach = 2u << 20;
 
+// Now: the caller waits for it either way, so as a plain syscall in its
+// thread (through io_uring it would take a hand-off to the completion
+// thread and an io-wq worker, which every range op goes to, and back).
 io::result range_request(dcache_export &e, io::op_kind op, int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
-	return e.backend->execute(io::request{.op = op, .fd = fd, .offset = offset, .length = length});
+	return e.backend->execute_now(io::request{.op = op, .fd = fd, .offset = offset, .length = length});
 }
 
 void count_drop(dcache_export &e, const io::result &r) noexcept

@@ -42,11 +42,14 @@ write_file before || fail "write before the reload"
 r0=$(counter writes_raised_stable)
 [ "$r0" = 0 ] && pass "buffered: no WRITE raised to FILE_SYNC ($r0)" || fail "buffered raised $r0 WRITEs"
 
-sed -i 's/FSAL { Name = DCACHE; FSAL { Name = VFS; } }/FSAL { Name = DCACHE; IO_Cache_Write = direct_file_sync; FSAL { Name = VFS; } }/' "$conf"
+sed -i 's/FSAL { Name = DCACHE; FSAL { Name = VFS; } }/FSAL { Name = DCACHE; IO_Cache_Write = direct_file_sync; IO_Workers_Max = 1; FSAL { Name = VFS; } }/' "$conf"
 grep -q 'IO_Cache_Write = direct_file_sync' "$conf" || fail "could not edit $conf"
 reload || fail "no sign of the reload in the log"
 grep -q 'DCACHE: export 2 .* updated: .*IO_Cache_Write = direct_file_sync' "$DCACHE_LOG" &&
   pass "log: export 2 updated to direct_file_sync" || fail "no 'updated' line naming direct_file_sync"
+grep -q 'DCACHE: export 2 .* updated: .*IO_Workers_Max = 1' "$DCACHE_LOG" &&
+  ! grep -q 'IO_Workers_Max = 1 not applied' "$DCACHE_LOG" &&
+  pass "log: IO_Workers_Max = 1 applied live" || fail "IO_Workers_Max = 1 not applied: $(grep -m1 'IO_Workers_Max' "$DCACHE_LOG")"
 write_file after || fail "write after the reload"
 r1=$(counter writes_raised_stable)
 [ "$r1" -gt "$r0" ] && pass "direct_file_sync in force without a restart: $((r1 - r0)) WRITEs answered FILE_SYNC" ||

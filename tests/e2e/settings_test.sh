@@ -38,6 +38,7 @@ cases=(
   'fsal|Boundary_Max_Pages = 0000000001;|Boundary_Max_Pages = "0000000001" is not valid'
   'fsal|IO_Queue_Depth = 0x40;|IO_Queue_Depth = "0x40" is not valid'
   'fsal|IO_Queue_Depth = 4097;|IO_Queue_Depth = "4097" is not valid'
+  'fsal|IO_Workers_Max = 4097;|IO_Workers_Max = "4097" is not valid;0 to 4096'
   'fsal|Boundary_Tracking = maybe;|Boundary_Tracking = "maybe" is not valid'
   'fsal|IO_Cache_Read = "dir\nect";|IO_Cache_Read = "dir\\nect" is not valid'
   'fsal|IO_Cache_Read = " direct ";|IO_Cache_Read = " direct " is not valid'
