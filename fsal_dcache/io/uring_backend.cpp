@@ -642,7 +642,7 @@ void uring_backend::reaper_loop() noexcept
 {
 	io_uring *ring = _ring.get();
 	for (;;) {
-		if (!_wake_armed)
+		if (!_wake_armed && !_wake_broken)
 			arm_wake();
 		take_handoffs();
 		if (_stop_seen && !_cancel_sent) {
@@ -677,6 +677,11 @@ void uring_backend::reaper_loop() noexcept
 				--_internal;
 			} else if (data == k_wake) {
 				_wake_armed = false; // armed again before the take
+				// A kernel that fails the read itself (not a cancel)
+				// would fail it again at once: poll every 1 ms instead
+				// of spinning.
+				if (res < 0 && res != -ECANCELED && res != -EINTR && res != -EAGAIN)
+					_wake_broken = true;
 			} else if (data & k_link_head) {
 				// A flush_drop's write-back: its drop completes the op.
 				--_internal;

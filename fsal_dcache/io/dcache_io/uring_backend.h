@@ -216,6 +216,7 @@ private:
 	bool _stop_seen = false;   // _stopping, as of the last loop
 	bool _cancel_sent = false;
 	bool _wake_armed = false;
+	bool _wake_broken = false;     // the eventfd read failed: wait 1 ms at a time
 	std::uint64_t _wake_count = 0; // the armed eventfd read's buffer
 	op *_finished = nullptr;       // ops done in this pass of the loop, in order
 	op *_finished_last = nullptr;
