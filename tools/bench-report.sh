@@ -196,6 +196,9 @@ if [ "$inner" = 0 ]; then
   image=$(( (size_b * 5 / 2 + size_b * repeats / 2) * ${#vlist[@]} + (1 << 30) ))
   # latency's streamed files (128 x 8 MiB per variant), twice for XFS's preallocation
   [[ ",$workloads," != *",latency,"* ]] || image=$((image + ${#vlist[@]} * (2 << 30)))
+  # memory's servers (one at a time, each on a fresh image of this size)
+  # lay out 64 files of 64 MiB: 4 GiB and slack, whatever the variant count
+  [[ ",$workloads," != *",memory,"* ]] || image=$((image > (6 << 30) ? image : (6 << 30)))
   {
     echo "command: $0 ${orig_args[*]}"
     echo "date: $(date -Is)"
