@@ -535,14 +535,11 @@ void uring_backend::submit(const request &req, completion &c) noexcept
 		hand_off(o);
 		return;
 	}
+	// On the reaper (a completion chaining its next step): a failure is
+	// finished like any other op, in the loop's next round.
 	if (const int err = queue(*o); err != 0) {
-		{
-			std::lock_guard lock(_mutex);
-			--_in_flight;
-		}
-		_space.notify_one();
-		delete o;
-		c.complete(result::failure(err));
+		o->res = result::failure(err);
+		finish(o);
 	}
 }
 
