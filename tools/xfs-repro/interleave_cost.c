@@ -89,8 +89,8 @@ static void split(long off) {
   if (has_head) edge(off, head_end - off, head_page);
   if (has_tail) edge(tail_start, end - tail_start, tail_page);
   if (tail_start > head_end)
-    check(pwrite(fd, data, (size_t)(tail_start - head_end), head_end), tail_start - head_end, "O_DIRECT pwrite",
-          head_end);
+    check(pwrite(fd, data, (size_t)(tail_start - head_end), head_end), tail_start - head_end,
+          "O_DIRECT pwrite", head_end);
   if (has_head && atomic_fetch_add(&halves[head_page], 1) == 1) release(head_page);
   if (has_tail && atomic_fetch_add(&halves[tail_page], 1) == 1) release(tail_page);
   if (mode == SERIAL) pthread_mutex_unlock(&file_lock);
@@ -109,7 +109,8 @@ static void* writer(void* arg) {
 static double busy_seconds(void) {
   unsigned long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
   FILE* f = fopen("/proc/stat", "r");
-  if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait, &irq, &softirq) != 7)
+  if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait, &irq,
+                   &softirq) != 7)
     user = 0;
   if (f) fclose(f);
   return (double)(user + nice + sys + irq + softirq) / (double)sysconf(_SC_CLK_TCK);
@@ -118,7 +119,8 @@ static double busy_seconds(void) {
 static double process_seconds(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 int main(int argc, char** argv) {
@@ -127,7 +129,8 @@ int main(int argc, char** argv) {
   for (int i = 0; argc == 5 && i < 4; i++)
     if (strcmp(argv[1], names[i]) == 0) m = i;
   if (m < 0 || (threads = atol(argv[2])) < 1 || threads > MAX_THREADS || (records = atol(argv[3])) < 1) {
-    fprintf(stderr, "usage: %s buffered|split|prealloc|serial THREADS(1-%d) RECORDS FILE\n", argv[0], MAX_THREADS);
+    fprintf(stderr, "usage: %s buffered|split|prealloc|serial THREADS(1-%d) RECORDS FILE\n", argv[0],
+            MAX_THREADS);
     return 2;
   }
   mode = (enum mode)m;
