@@ -55,6 +55,11 @@ static atomic_int* halves; /* per page: records that have written it */
 static atomic_int failed;
 static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* x rounded up to a page boundary */
+static long page_up(long x) {
+  return (x + PAGE - 1) / PAGE * PAGE;
+}
+
 static void check(long got, long want, const char* what, long off) {
   if (got == want) return;
   fprintf(stderr, "interleave_cost: %s at %ld: %s\n", what, off, got < 0 ? strerror(errno) : "short");
@@ -77,14 +82,14 @@ static void edge(long off, long len, long page) {
 
 static void split(long off) {
   const long end = off + RECORD;
-  const long head_page = off / PAGE, head_end = (off + PAGE - 1) / PAGE * PAGE;
+  const long head_page = off / PAGE, head_end = page_up(off);
   const long tail_page = end / PAGE, tail_start = tail_page * PAGE;
   const int has_head = head_end > off, has_tail = end > tail_start;
 
   if (mode == SERIAL) pthread_mutex_lock(&file_lock);
   if (mode == PREALLOC) {
-    const long last = (end + PAGE - 1) / PAGE * PAGE;
-    check(fallocate(fb, FALLOC_FL_KEEP_SIZE, head_page * PAGE, last - head_page * PAGE), 0, "fallocate", off);
+    check(fallocate(fb, FALLOC_FL_KEEP_SIZE, head_page * PAGE, page_up(end) - head_page * PAGE), 0,
+          "fallocate", off);
   }
   if (has_head) edge(off, head_end - off, head_page);
   if (has_tail) edge(tail_start, end - tail_start, tail_page);
@@ -106,13 +111,18 @@ static void* writer(void* arg) {
   return NULL;
 }
 
+/* The machine's busy time so far; exits when /proc/stat cannot be read. */
 static double busy_seconds(void) {
-  unsigned long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  unsigned long long user, nice, sys, idle, iowait, irq, softirq;
   FILE* f = fopen("/proc/stat", "r");
-  if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait, &irq,
-                   &softirq) != 7)
-    user = 0;
+  const int got = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait,
+                             &irq, &softirq)
+                    : 0;
   if (f) fclose(f);
+  if (got != 7) {
+    fprintf(stderr, "interleave_cost: cannot read the CPU times in /proc/stat\n");
+    exit(2);
+  }
   return (double)(user + nice + sys + irq + softirq) / (double)sysconf(_SC_CLK_TCK);
 }
 
