@@ -81,6 +81,10 @@ struct dcache_export {
 	// Steps running as blocking syscalls in callers' threads now, within
 	// IO_Blocking_Max (request_op::take_blocking_slot).
 	std::atomic<std::uint32_t> blocking{0};
+	// The direct-I/O alignment of each filesystem whose files report none
+	// themselves, learned once (file_state.cpp, probe_caps).
+	dcache::core::mutex fs_dio_mutex;
+	std::vector<dcache::io::dio_caps> fs_dio DCACHE_GUARDED_BY(fs_dio_mutex);
 	// File handles known to lie inside the export (see known_handles.h).
 	dcache::core::known_handles known{dcache::core::k_known_handles};
 	// The settings in force: every field as last given (IO_Backend and

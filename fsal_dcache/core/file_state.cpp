@@ -8,6 +8,56 @@
 
 namespace dcache::core {
 
+namespace {
+
+stat source_stat(io::dio_caps::source s) noexcept
+{
+	switch (s) {
+	case io::dio_caps::source::statx: return stat::dio_align_statx;
+	case io::dio_caps::source::xfs_dioinfo: return stat::dio_align_xfs_dioinfo;
+	case io::dio_caps::source::btrfs: return stat::dio_align_btrfs;
+	case io::dio_caps::source::block_device: return stat::dio_align_block_device;
+	case io::dio_caps::source::none:
+	case io::dio_caps::source::fake: break;
+	}
+	return stat::dio_align_none;
+}
+
+// What fd's filesystem allows, where its files report nothing: learned
+// once per filesystem and export (a probe may read the device), logged
+// when learned.
+io::dio_caps filesystem_dio(dcache_export &e, int fd, std::uint64_t fs)
+{
+	mutex_lock lock(e.fs_dio_mutex);
+	for (const io::dio_caps &c : e.fs_dio)
+		if (c.fs == fs)
+			return c;
+	io::dio_caps c = e.backend->probe_dio_fs(fd);
+	c.fs = fs;
+	e.fs_dio.push_back(c);
+	const unsigned maj = static_cast<unsigned>(fs >> 32), min = static_cast<unsigned>(fs & 0xffffffffU);
+	switch (c.from) {
+	case io::dio_caps::source::btrfs:
+		log_msg(DCACHE_LOG_INFO,
+			"dcache %s: filesystem %u:%u reports no direct-I/O alignment (statx DIOALIGN): O_DIRECT aligned to its btrfs sector size, %u bytes (BTRFS_IOC_FS_INFO; counted as dio_align_btrfs)",
+			e.name, maj, min, c.offset_align);
+		break;
+	case io::dio_caps::source::block_device:
+		log_msg(DCACHE_LOG_INFO,
+			"dcache %s: filesystem %u:%u reports no direct-I/O alignment (statx DIOALIGN, XFS_IOC_DIOINFO): O_DIRECT aligned to its device's logical block size, %u bytes (an O_DIRECT read of one block accepted; counted as dio_align_block_device)",
+			e.name, maj, min, c.offset_align);
+		break;
+	default:
+		log_msg(DCACHE_LOG_WARN,
+			"dcache %s: filesystem %u:%u reports no direct-I/O alignment (statx DIOALIGN, XFS_IOC_DIOINFO, btrfs, block device: nothing): its files are served the DONTCACHE way instead of O_DIRECT (counted as *_not_direct_no_alignment)",
+			e.name, maj, min);
+		break;
+	}
+	return c;
+}
+
+} // namespace
+
 io::dio_caps probe_caps(dcache_export &e, dcache_file &f, int fd)
 {
 	file_caps &c = f.caps;
@@ -16,12 +66,10 @@ io::dio_caps probe_caps(dcache_export &e, dcache_file &f, int fd)
 	unique_lock lock(f.fd_mutex);
 	if (!c.probed.load(std::memory_order_relaxed)) {
 		c.dio = e.backend->probe_dio(fd);
-		c.probed.store(true, std::memory_order_release);
 		if (!c.dio.known())
-			DCACHE_LOG_ONCE(
-				e, no_alignment, DCACHE_LOG_WARN,
-				"dcache %s: the filesystem reports no direct-I/O alignment (statx DIOALIGN and XFS_IOC_DIOINFO gave nothing): its files are served the DONTCACHE way instead of O_DIRECT (counted as *_not_direct_no_alignment)",
-				e.name);
+			c.dio = filesystem_dio(e, fd, c.dio.fs);
+		e.stats.add(source_stat(c.dio.from));
+		c.probed.store(true, std::memory_order_release);
 	}
 	return c.dio;
 }

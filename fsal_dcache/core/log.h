@@ -23,7 +23,6 @@ enum class once : std::uint8_t {
 	fadvise_error,
 	sync_range_error,
 	flush_drop_error,
-	no_alignment,
 	no_nowait,
 	open_buffered_error,
 	no_personality,

@@ -281,7 +281,7 @@ step read_step(const plan &p) noexcept
 	return {k, seg.offset, seg.length, seg.bounce, false};
 }
 
-step_flags flags_for(bool write, step_kind k, bool dontcache_ok) noexcept
+step_flags flags_for(bool write, step_kind k, bool dontcache_ok, bool direct_may_buffer) noexcept
 {
 	switch (k) {
 	case step_kind::buffered:
@@ -290,8 +290,11 @@ step_flags flags_for(bool write, step_kind k, bool dontcache_ok) noexcept
 	case step_kind::direct:
 		// A direct WRITE carries DONTCACHE too: inert when the write is
 		// direct, and it leaves nothing cached if the filesystem falls
-		// back to buffered.  A direct READ carries nothing.
-		return {write && dontcache_ok ? RWF_DONTCACHE : 0, false};
+		// back to buffered; without it, such a filesystem's range is
+		// dropped after.  A direct READ carries nothing.
+		if (write && dontcache_ok)
+			return {RWF_DONTCACHE, false};
+		return {0, direct_may_buffer};
 	}
 	return {};
 }

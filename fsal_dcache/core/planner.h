@@ -129,14 +129,18 @@ struct step_list {
 [[nodiscard]] step read_step(const plan &p) noexcept;
 
 // How a step goes out on a file that does (dontcache_ok) or does not
-// support RWF_DONTCACHE.
+// support RWF_DONTCACHE, on a filesystem that may serve an O_DIRECT
+// request through the page cache without saying so (direct_may_buffer:
+// btrfs, for a range it cannot write or read direct).
 struct step_flags {
 	int rwf = 0;
-	// DONTCACHE asked but not supported: issued plain, the range is then
-	// written back and dropped instead.
+	// What RWF_DONTCACHE would have dropped, the kernel cannot: the range
+	// is written back and dropped after the step instead (a DONTCACHE step
+	// issued plain; a direct step where the filesystem may have buffered
+	// part of it and no RWF_DONTCACHE rides along).
 	bool drop_after = false;
 };
-[[nodiscard]] step_flags flags_for(bool write, step_kind k, bool dontcache_ok) noexcept;
+[[nodiscard]] step_flags flags_for(bool write, step_kind k, bool dontcache_ok, bool direct_may_buffer) noexcept;
 
 // A buffered or DONTCACHE READ first tries the page cache with
 // RWF_NOWAIT in the calling thread (Cached_Read_Fast_Path), where an

@@ -37,6 +37,7 @@ private:
 
 	void try_page_cache();
 	void finish_direct(io::result &r, bool &eof) noexcept;
+	void drop_after_reply(std::uint64_t bytes, bool eof) noexcept;
 
 	state _state = state::done;
 	step _step;
@@ -81,8 +82,9 @@ void read_op::plan()
 // the asynchronous path, a short read the remainder.
 void read_op::try_page_cache()
 {
-	const step_flags fl = flags_for(false, _step.kind, _f.caps.dontcache());
+	const step_flags fl = flags_for(false, _step.kind, _f.caps.dontcache(), false);
 	const bool dc = fl.rwf != 0;
+	_drop_after = fl.drop_after;
 	io::request req;
 	req.op = io::op_kind::read;
 	req.fd = _caller_fd;
@@ -102,6 +104,8 @@ void read_op::try_page_cache()
 			_res.eof = r.bytes < _total;
 			add(stat::read_bytes, r.bytes);
 			_state = state::done;
+			if (_drop_after)
+				drop_after_reply(_res.bytes, _res.eof);
 			return;
 		}
 		// Part of it: the rest goes asynchronously (it may be EOF too,
@@ -124,13 +128,13 @@ bool read_op::next(io::request &req)
 {
 	if (_state != state::reading)
 		return false;
-	const step_flags fl = flags_for(false, _step.kind, _f.caps.dontcache());
+	const step_flags fl = flags_for(false, _step.kind, _f.caps.dontcache(), _f.caps.dio.may_buffer);
+	_drop_after = fl.drop_after;
 	if (_step.kind != step_kind::direct) {
 		// The requested range (a refused direct step was widened), past
 		// what the page cache already gave.
 		_cur = slice(_io.iov, _io.iov_count, _base, _total - _base);
 		_issued_rwf = fl.rwf;
-		_drop_after = fl.drop_after;
 		rw_request(req, io::op_kind::read, _io.fd, _io.offset + _base, _issued_rwf);
 		return true;
 	}
@@ -194,11 +198,6 @@ void read_op::on_result(io::result r)
 	} else {
 		if (r.ok())
 			add(_issued_rwf != 0 ? stat::dontcache_bytes : stat::buffered_bytes, r.bytes);
-		if (_drop_after) {
-			add(stat::fallback_no_dontcache);
-			if (r.ok() && r.bytes > 0)
-				(void)drop_later(_e, _own, _io.fd, _io.offset + _base, r.bytes, _later);
-		}
 		if (r.ok()) {
 			r.bytes += _base;
 			eof = r.bytes < _total;
@@ -217,10 +216,23 @@ void read_op::on_result(io::result r)
 	_res.bytes = r.bytes;
 	_res.eof = eof;
 	add(stat::read_bytes, r.bytes);
-	if (_s.io_cache_read == DCACHE_MODE_FADVISE && r.bytes > 0) {
-		const byte_range d = drop_after_read_range(_io.offset, r.bytes, eof);
-		(void)drop_later(_e, _own, _io.fd, d.offset, d.length, _later); // after the reply
-	}
+	if (_s.io_cache_read == DCACHE_MODE_FADVISE || _drop_after)
+		drop_after_reply(r.bytes, eof);
+}
+
+// The pages a fadvise-mode READ read, a DONTCACHE one's where the kernel
+// has no RWF_DONTCACHE (what the kernel would have dropped itself: every
+// folio the READ brought in, so also the readahead around it), or a direct
+// one's on a filesystem that may have read it through the page cache,
+// dropped after the reply: also when the page cache served all of it.
+void read_op::drop_after_reply(std::uint64_t bytes, bool eof) noexcept
+{
+	if (_drop_after && _step.kind != step_kind::direct)
+		add(stat::fallback_no_dontcache);
+	if (bytes == 0)
+		return;
+	const byte_range d = drop_after_read_range(_io.offset, bytes, eof);
+	(void)drop_later(_e, _own, _io.fd, d.offset, d.length, _later);
 }
 
 } // namespace

@@ -38,7 +38,9 @@ namespace dcache::core {
 	X(fallback_no_nowait) X(fallback_no_io_uring) X(backend_io_uring)                 \
 	X(io_deferred) X(io_inline) X(fallback_no_personality) X(write_fence_waits)       \
 	X(steps_in_caller) X(steps_blocking_in_caller) X(drops_deferred)            \
-	X(admission_waits)
+	X(admission_waits)                                                                \
+	X(dio_align_statx) X(dio_align_xfs_dioinfo) X(dio_align_btrfs)                    \
+	X(dio_align_block_device) X(dio_align_none)
 // clang-format on
 
 enum class stat : std::size_t {

@@ -191,7 +191,7 @@ bool write_op::issue_step(io::request &req)
 			st.kind = step_kind::dontcache; // refused: the ordinary edge
 		}
 	}
-	const step_flags fl = flags_for(true, st.kind, _f.caps.dontcache());
+	const step_flags fl = flags_for(true, st.kind, _f.caps.dontcache(), _f.caps.dio.may_buffer);
 	_issued_rwf = fl.rwf;
 	_drop_after = fl.drop_after;
 	int fd = _io.fd;
@@ -289,8 +289,15 @@ void write_op::on_step_result(io::result r)
 	switch (st.kind) {
 	case step_kind::direct:
 		_bounce.reset(); // the middle completed: its copy is no longer lent out
-		if (r.ok())
+		if (r.ok()) {
 			add(stat::direct_bytes, r.bytes);
+			// A filesystem that may have written part of it through
+			// the page cache (btrfs), with no RWF_DONTCACHE to drop
+			// it: written back and dropped after the reply.
+			if (_drop_after && r.bytes > 0)
+				flush_and_drop_later(_e, _own, _io.fd, page_down(st.offset),
+						     page_up(st.offset + r.bytes) - page_down(st.offset), _later);
+		}
 		break;
 	case step_kind::dontcache:
 		if (_drop_after) {
@@ -299,15 +306,20 @@ void write_op::on_step_result(io::result r)
 			// backend the write-back starts as the chain's next step
 			// (before a direct middle, as for any cached piece) and the
 			// wait and the drop go after the reply.
+			// The drop takes the whole pages written, partly written
+			// edges too: the kernel drops every folio a DONTCACHE
+			// write touched once its write-back is done.
 			add(stat::fallback_no_dontcache);
 			if (r.ok()) {
 				add(stat::buffered_bytes, r.bytes);
+				const std::uint64_t lo = page_down(st.offset);
+				const std::uint64_t len = page_up(st.offset + r.bytes) - lo;
 				if (r.bytes > 0 && _own) {
 					write_back = true;
-					_drop_lo = st.offset;
-					_drop_len = r.bytes;
+					_drop_lo = lo;
+					_drop_len = len;
 				} else if (r.bytes > 0) {
-					flush_and_drop(_e, _io.fd, st.offset, r.bytes);
+					flush_and_drop(_e, _io.fd, lo, len);
 				}
 			}
 		} else if (r.ok()) {
@@ -348,9 +360,8 @@ void write_op::on_step_result(io::result r)
 		_state = then;
 		return;
 	}
-	_wb_lo = st.offset - st.offset % k_page_size;
-	const std::uint64_t end = st.offset + r.bytes;
-	_wb_hi = end + (k_page_size - end % k_page_size) % k_page_size;
+	_wb_lo = page_down(st.offset);
+	_wb_hi = page_up(st.offset + r.bytes);
 	_resume = then;
 	_state = state::write_back;
 }

@@ -108,6 +108,13 @@ dio_caps fake_backend::probe_dio(int) noexcept
 	return _caps;
 }
 
+dio_caps fake_backend::probe_dio_fs(int) noexcept
+{
+	std::lock_guard lock(_mutex);
+	++_fs_probes;
+	return _fs_caps;
+}
+
 open_result fake_backend::open_direct(int fd) noexcept
 {
 	std::lock_guard lock(_mutex);
@@ -128,6 +135,12 @@ void fake_backend::set_caps(dio_caps caps)
 {
 	std::lock_guard lock(_mutex);
 	_caps = caps;
+}
+
+void fake_backend::set_fs_caps(dio_caps caps)
+{
+	std::lock_guard lock(_mutex);
+	_fs_caps = caps;
 }
 
 void fake_backend::set_open_direct_error(int err)
@@ -193,6 +206,12 @@ std::size_t fake_backend::probes() const
 {
 	std::lock_guard lock(_mutex);
 	return _probes;
+}
+
+std::size_t fake_backend::fs_probes() const
+{
+	std::lock_guard lock(_mutex);
+	return _fs_probes;
 }
 
 std::size_t fake_backend::opens() const

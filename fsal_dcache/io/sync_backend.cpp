@@ -1,8 +1,10 @@
 #include "dcache_io/sync_backend.h"
 
 #include <fcntl.h>
+#include <linux/btrfs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <xfs/xfs.h>
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace dcache::io {
@@ -27,6 +30,28 @@ const char *op_name(op_kind op) noexcept
 	case op_kind::flush_drop: return "flush_drop";
 	}
 	return "?";
+}
+
+const char *dio_source_name(dio_caps::source s) noexcept
+{
+	switch (s) {
+	case dio_caps::source::none: return "none";
+	case dio_caps::source::statx: return "statx";
+	case dio_caps::source::xfs_dioinfo: return "xfs_dioinfo";
+	case dio_caps::source::btrfs: return "btrfs";
+	case dio_caps::source::block_device: return "block_device";
+	case dio_caps::source::fake: return "fake";
+	}
+	return "?";
+}
+
+bool dontcache_refused_for_tests() noexcept
+{
+	static const bool refused = [] {
+		const char *v = std::getenv("DCACHE_TEST_NO_RWF_DONTCACHE");
+		return v != nullptr && std::strcmp(v, "1") == 0;
+	}();
+	return refused;
 }
 
 namespace {
@@ -70,6 +95,7 @@ dio_caps probe_statx(int fd) noexcept
 	dio_caps caps;
 	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, k_statx_dioalign | k_statx_dio_read_align, &stx) != 0)
 		return caps;
+	caps.fs = std::uint64_t{stx.stx_dev_major} << 32 | stx.stx_dev_minor;
 	if (!(stx.stx_mask & k_statx_dioalign) || stx.stx_dio_offset_align == 0)
 		return caps;
 	caps.mem_align = stx.stx_dio_mem_align;
@@ -95,12 +121,95 @@ dio_caps probe_xfs_dioinfo(int fd) noexcept
 	return caps;
 }
 
+dio_caps probe_btrfs(int fd) noexcept
+{
+	btrfs_ioctl_fs_info_args fi{};
+	dio_caps caps;
+	if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) != 0 || fi.sectorsize == 0)
+		return caps;
+	caps.mem_align = caps.offset_align = caps.read_align = fi.sectorsize;
+	caps.from = dio_caps::source::btrfs;
+	caps.may_buffer = true;
+	return caps;
+}
+
+namespace {
+
+// A positive number from a sysfs file, 0 if there is none.
+std::uint32_t read_sysfs_number(const char *path) noexcept
+{
+	const int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[32] = {};
+	const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	(void)close(fd);
+	if (n <= 0)
+		return 0;
+	const unsigned long v = std::strtoul(buf, nullptr, 10);
+	return v > 0 && v <= (1U << 20) ? static_cast<std::uint32_t>(v) : 0;
+}
+
+// Whether an O_DIRECT read of `block` bytes at offset 0, from memory
+// aligned to `block`, is accepted on fd's file (end of file is).
+bool direct_read_accepted(int fd, std::uint32_t block) noexcept
+{
+	char path[64];
+	std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	const int dfd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (dfd < 0)
+		return false;
+	void *buf = nullptr;
+	bool ok = false;
+	if (posix_memalign(&buf, block, block) == 0) {
+		ok = pread(dfd, buf, block, 0) >= 0;
+		std::free(buf);
+	}
+	(void)close(dfd);
+	return ok;
+}
+
+} // namespace
+
+dio_caps probe_block_device(int fd) noexcept
+{
+	dio_caps caps;
+	struct stat st {};
+	if (fstat(fd, &st) != 0 || major(st.st_dev) == 0)
+		return caps; // no block device: tmpfs, FUSE, NFS, overlay, btrfs
+	char path[96];
+	// A partition's directory has no queue/: its disk's (the parent) does.
+	std::snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/logical_block_size", major(st.st_dev),
+		      minor(st.st_dev));
+	std::uint32_t block = read_sysfs_number(path);
+	if (block == 0) {
+		std::snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/logical_block_size", major(st.st_dev),
+			      minor(st.st_dev));
+		block = read_sysfs_number(path);
+	}
+	if (block == 0 || (block & (block - 1)) != 0 || !direct_read_accepted(fd, block))
+		return caps;
+	caps.mem_align = caps.offset_align = caps.read_align = block;
+	caps.from = dio_caps::source::block_device;
+	caps.fs = std::uint64_t{major(st.st_dev)} << 32 | minor(st.st_dev);
+	return caps;
+}
+
 dio_caps sync_backend::probe_dio(int fd) noexcept
 {
 	dio_caps caps = probe_statx(fd);
 	if (caps.known())
 		return caps;
-	return probe_xfs_dioinfo(fd);
+	const std::uint64_t fs = caps.fs;
+	caps = probe_xfs_dioinfo(fd);
+	caps.fs = fs;
+	return caps;
+}
+
+dio_caps sync_backend::probe_dio_fs(int fd) noexcept
+{
+	const dio_caps caps = probe_btrfs(fd);
+	return caps.known() ? caps : probe_block_device(fd);
 }
 
 namespace {
@@ -147,6 +256,8 @@ void sync_backend::close_fd(int fd) noexcept
 
 result sync_backend::execute(const request &req) noexcept
 {
+	if (refused_for_tests(req))
+		return result::failure(EOPNOTSUPP);
 	switch (req.op) {
 	case op_kind::read: {
 		const ssize_t n = preadv2(req.fd, req.iov, req.iov_count, static_cast<off_t>(req.offset), req.rwf);

@@ -324,6 +324,8 @@ void uring_backend::take_handoffs() noexcept
 int uring_backend::queue(op &o) noexcept
 {
 	const request &r = o.req;
+	if (refused_for_tests(r))
+		return EOPNOTSUPP; // finished with it, as the kernel's CQE would be
 	if (r.op == op_kind::flush_drop) {
 		// Both SQEs or neither: a head queued alone would name an op
 		// its caller deletes.

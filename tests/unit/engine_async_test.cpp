@@ -624,6 +624,42 @@ TEST_F(engine_async, nowait_dontcache_mode_carries_both_flags)
 	EXPECT_EQ(stat_of(exp, "dontcache_bytes"), 4096u);
 }
 
+// Without RWF_DONTCACHE a DONTCACHE READ the page cache served whole (the
+// readahead of the READ before it, say) is dropped after its reply too,
+// with the READ's reach (drop_after_read_range): left alone, a stream read
+// through the fast path stayed all cached (btrfs, kernels before 6.14).
+TEST_F(engine_async, nowait_hit_without_dontcache_is_dropped_after_the_reply)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DONTCACHE;
+	make(s);
+	fb.reject_dontcache();
+	const auto content = pattern(8u << 20, 5);
+	fb.set_contents(k_fd, content);
+	std::vector<std::uint8_t> into(1u << 20);
+	done_probe d1;
+	dcache_io_result inl{};
+	// The first READ learns that the file has no RWF_DONTCACHE.
+	ASSERT_FALSE(read_start(0, into, d1, inl));
+	ab.release_all();
+	ASSERT_EQ(d1.calls.load(), 1);
+	ASSERT_EQ(d1.res.bytes, into.size());
+	const std::uint64_t fallbacks = stat_of(exp, "fallback_no_dontcache");
+	EXPECT_GE(fallbacks, 1u);
+	// The next one is a page-cache hit, answered inline; its drop follows.
+	done_probe d2;
+	ASSERT_TRUE(read_start(3u << 20, into, d2, inl));
+	EXPECT_EQ(inl.bytes, into.size());
+	EXPECT_TRUE(std::equal(into.begin(), into.end(), content.begin() + (3u << 20)));
+	EXPECT_EQ(stat_of(exp, "read_nowait_hits"), 1u);
+	ASSERT_EQ(ab.pending(), 1u) << "the drop, queued after the reply";
+	EXPECT_EQ(ab.front().op, op_kind::fadvise_dontneed);
+	EXPECT_EQ(ab.front().offset, 2u << 20) << "back to the 2 MiB boundary before the READ";
+	EXPECT_EQ(ab.front().length, 2u << 20);
+	ab.release_all();
+	EXPECT_EQ(stat_of(exp, "fallback_no_dontcache"), fallbacks + 1);
+}
+
 TEST_F(engine_async, nowait_partial_sends_only_the_remainder)
 {
 	const auto content = pattern(65536, 9);

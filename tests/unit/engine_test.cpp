@@ -438,8 +438,10 @@ TEST_F(engine, eopnotsupp_falls_back_to_buffered_plus_dontneed_counted_logged_on
 	EXPECT_EQ(fb.count(op_kind::sync_range), 3u);
 	const auto drops = calls_of(op_kind::fadvise_dontneed);
 	ASSERT_EQ(drops.size(), 3u);
-	EXPECT_EQ(drops[1].offset, 5000u);
-	EXPECT_EQ(drops[1].length, 5000u);
+	// The whole pages each WRITE touched, partly written ones too: the
+	// kernel drops every folio a DONTCACHE write touched.
+	EXPECT_EQ(drops[1].offset, 4096u);
+	EXPECT_EQ(drops[1].length, 8192u);
 	EXPECT_EQ(stat_of(exp, "fallback_no_dontcache"), 3u);
 	EXPECT_EQ(log_lines_with("RWF_DONTCACHE not supported"), 1u);
 	EXPECT_EQ(fb.contents(k_fd).size(), 15000u);
@@ -752,6 +754,79 @@ TEST_F(engine, capabilities_probed_once_descriptor_reopened_after_close)
 	ASSERT_EQ(write(0, p).bytes, 8192u);
 	EXPECT_EQ(fb.opens(), 2u);
 	EXPECT_EQ(fb.probes(), 1u);
+}
+
+// A file that reports no alignment of its own (btrfs: no STATX_DIOALIGN)
+// takes its filesystem's, probed once per filesystem, counted by source
+// and logged once with it; a filesystem that has none either is served the
+// DONTCACHE way.
+TEST_F(engine, alignment_learned_once_per_filesystem_where_files_report_none)
+{
+	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
+	dcache::io::dio_caps none{};
+	none.fs = 41;
+	fb.set_caps(none);
+	fb.set_fs_caps({4096, 4096, 4096, dcache::io::dio_caps::source::btrfs});
+	payload p(8192, 0);
+	ASSERT_EQ(write(0, p).bytes, 8192u);
+	dcache_file *second = dcache_file_new(exp);
+	ASSERT_NE(second, nullptr);
+	const struct iovec v = p.iov();
+	const dcache_io io{k_fd + 1, 0, &v, 1, false, nullptr};
+	EXPECT_EQ(dcache_write(exp, second, &io).bytes, 8192u);
+	EXPECT_EQ(fb.probes(), 2u) << "each file is asked itself";
+	EXPECT_EQ(fb.fs_probes(), 1u) << "the filesystem once";
+	EXPECT_EQ(stat_of(exp, "dio_align_btrfs"), 2u);
+	EXPECT_EQ(stat_of(exp, "write_direct"), 2u);
+	EXPECT_EQ(log_lines_with("btrfs sector size, 4096 bytes"), 1u);
+	dcache_file_close(second);
+	dcache_file_free(second);
+
+	// Another filesystem with nothing to learn: not direct, said once.
+	none.fs = 42;
+	fb.set_caps(none);
+	fb.set_fs_caps({});
+	dcache_file_close(file);
+	dcache_file_free(file);
+	file = dcache_file_new(exp);
+	ASSERT_NE(file, nullptr);
+	ASSERT_EQ(write(0, p).bytes, 8192u);
+	EXPECT_EQ(fb.fs_probes(), 2u);
+	EXPECT_EQ(stat_of(exp, "dio_align_none"), 1u);
+	EXPECT_EQ(stat_of(exp, "write_not_direct_no_alignment"), 1u);
+	EXPECT_EQ(log_lines_with("reports no direct-I/O alignment (statx DIOALIGN, XFS_IOC_DIOINFO, btrfs"), 1u);
+}
+
+// btrfs serves a direct request it cannot do direct through the page cache
+// without saying so, and has no RWF_DONTCACHE to drop what that leaves:
+// each direct step's range is written back and dropped after it.
+TEST_F(engine, a_direct_step_on_a_filesystem_that_may_buffer_it_is_dropped_after)
+{
+	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
+	dcache::io::dio_caps btrfs{4096, 4096, 4096, dcache::io::dio_caps::source::btrfs};
+	btrfs.may_buffer = true;
+	fb.set_caps(btrfs);
+	fb.reject_dontcache();
+	payload p(16384, 0);
+	ASSERT_EQ(write(8192, p).bytes, 16384u);
+	EXPECT_EQ(stat_of(exp, "direct_bytes"), 16384u);
+	auto drops = calls_of(op_kind::fadvise_dontneed);
+	ASSERT_EQ(drops.size(), 1u);
+	EXPECT_EQ(drops[0].offset, 8192u);
+	EXPECT_EQ(drops[0].length, 16384u);
+	EXPECT_EQ(fb.count(op_kind::sync_range), 1u) << "written back before the drop";
+	std::vector<std::uint8_t> buf(16384);
+	ASSERT_EQ(read(8192, buf.data(), buf.size()).bytes, 16384u);
+	EXPECT_EQ(calls_of(op_kind::fadvise_dontneed).size(), 2u) << "a direct READ's range too";
+	EXPECT_EQ(stat_of(exp, "fallback_no_dontcache"), 0u) << "not the DONTCACHE fallback";
+
+	// Where RWF_DONTCACHE rides along (a kernel that has it), nothing more.
+	make(dcache_settings_default());
+	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
+	fb.reject_dontcache(false);
+	fb.clear_calls();
+	ASSERT_EQ(write(8192, p).bytes, 16384u);
+	EXPECT_EQ(calls_of(op_kind::fadvise_dontneed).size(), 0u);
 }
 
 TEST_F(engine, live_update_applies_to_the_next_request)

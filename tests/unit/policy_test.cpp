@@ -150,25 +150,33 @@ TEST(policy, flags_for_every_step_kind)
 		bool write;
 		step_kind k;
 		bool dontcache_ok;
+		bool may_buffer; // the filesystem may buffer a direct request (btrfs)
 		int rwf;
 		bool drop_after;
 	};
 	const row rows[] = {
-		{true, step_kind::buffered, true, 0, false},
-		{true, step_kind::tracked, true, 0, false},
-		{true, step_kind::dontcache, true, RWF_DONTCACHE, false},
-		{true, step_kind::dontcache, false, 0, true},
-		{true, step_kind::direct, true, RWF_DONTCACHE, false},
-		{true, step_kind::direct, false, 0, false},
-		{false, step_kind::buffered, true, 0, false},
-		{false, step_kind::dontcache, true, RWF_DONTCACHE, false},
-		{false, step_kind::dontcache, false, 0, true},
-		{false, step_kind::direct, true, 0, false},
+		{true, step_kind::buffered, true, false, 0, false},
+		{true, step_kind::tracked, true, false, 0, false},
+		{true, step_kind::dontcache, true, false, RWF_DONTCACHE, false},
+		{true, step_kind::dontcache, false, false, 0, true},
+		{true, step_kind::direct, true, false, RWF_DONTCACHE, false},
+		{true, step_kind::direct, false, false, 0, false},
+		{true, step_kind::direct, true, true, RWF_DONTCACHE, false},
+		{true, step_kind::direct, false, true, 0, true},
+		{true, step_kind::buffered, false, true, 0, false},
+		{false, step_kind::buffered, true, false, 0, false},
+		{false, step_kind::dontcache, true, false, RWF_DONTCACHE, false},
+		{false, step_kind::dontcache, false, false, 0, true},
+		{false, step_kind::direct, true, false, 0, false},
+		{false, step_kind::direct, false, true, 0, true},
+		{false, step_kind::direct, true, true, 0, true},
 	};
 	for (const row &r : rows) {
-		const step_flags f = flags_for(r.write, r.k, r.dontcache_ok);
-		EXPECT_EQ(f.rwf, r.rwf) << step_kind_name(r.k) << " write=" << r.write << " ok=" << r.dontcache_ok;
-		EXPECT_EQ(f.drop_after, r.drop_after) << step_kind_name(r.k) << " write=" << r.write;
+		const step_flags f = flags_for(r.write, r.k, r.dontcache_ok, r.may_buffer);
+		EXPECT_EQ(f.rwf, r.rwf) << step_kind_name(r.k) << " write=" << r.write << " ok=" << r.dontcache_ok
+					<< " may_buffer=" << r.may_buffer;
+		EXPECT_EQ(f.drop_after, r.drop_after)
+			<< step_kind_name(r.k) << " write=" << r.write << " may_buffer=" << r.may_buffer;
 	}
 }
 

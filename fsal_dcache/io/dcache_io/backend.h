@@ -109,8 +109,18 @@ public:
 	// stay valid until c.complete() has been called.
 	virtual void submit(const request &req, completion &c) noexcept { c.complete(execute(req)); }
 
-	// Capabilities, probed once per file by the caller (which caches them).
+	// Capabilities, probed once per file by the caller (which caches them):
+	// what the file reports of itself (statx, a filesystem's own ioctl),
+	// with caps.fs set whenever the file's filesystem is known.
 	[[nodiscard]] virtual dio_caps probe_dio(int fd) noexcept = 0;
+	// Where the file reports nothing: what its filesystem as a whole
+	// allows, learned another way (probed once per filesystem by the
+	// caller).  Default: nothing.
+	[[nodiscard]] virtual dio_caps probe_dio_fs(int fd) noexcept
+	{
+		(void)fd;
+		return {};
+	}
 
 	// Opens an O_DIRECT descriptor on the same open file as fd (never
 	// changes fd's own flags).  The caller owns the returned descriptor

@@ -53,6 +53,8 @@ public:
 	[[nodiscard]] const char *name() const noexcept override { return "fake"; }
 	[[nodiscard]] result execute(const request &req) noexcept override;
 	[[nodiscard]] dio_caps probe_dio(int fd) noexcept override;
+	// The filesystem's alignment set_fs_caps gave (default: none).
+	[[nodiscard]] dio_caps probe_dio_fs(int fd) noexcept override;
 	[[nodiscard]] open_result open_direct(int fd) noexcept override;
 	void close_fd(int fd) noexcept override;
 	// Records n (io_workers_set) and succeeds, or fails with the error
@@ -62,6 +64,7 @@ public:
 	// ---- configuration ----
 	void fail_io_workers(int err);
 	void set_caps(dio_caps caps);
+	void set_fs_caps(dio_caps caps);
 	void set_open_direct_error(int err); // e.g. EINVAL (tmpfs-like)
 	void inject(fault f);
 	void fail_call(std::size_t index, int err);
@@ -76,6 +79,7 @@ public:
 	[[nodiscard]] std::vector<call> calls() const;
 	[[nodiscard]] std::size_t count(op_kind op) const;
 	[[nodiscard]] std::size_t probes() const;
+	[[nodiscard]] std::size_t fs_probes() const;
 	[[nodiscard]] std::size_t opens() const;
 	[[nodiscard]] int open_direct_fds() const; // opened and not yet closed
 	// The n of every set_io_workers() call, in order.
@@ -92,10 +96,12 @@ private:
 	std::vector<fault> _faults;
 	std::vector<call> _calls;
 	dio_caps _caps{4096, 4096, 4096, dio_caps::source::fake};
+	dio_caps _fs_caps{};
 	int _open_error = 0;
 	bool _reject_dontcache = false;
 	std::size_t _next_index = 0;
 	std::size_t _probes = 0;
+	std::size_t _fs_probes = 0;
 	std::size_t _opens = 0;
 	int _open_fds = 0;
 	std::vector<unsigned> _io_workers_set;

@@ -86,9 +86,33 @@ struct dio_caps {
 	std::uint32_t mem_align = 0;	// M: buffer address (and segment) alignment
 	std::uint32_t offset_align = 0; // O: file offset / length alignment
 	std::uint32_t read_align = 0;	// R: read offset alignment (<= O)
-	enum class source : std::uint8_t { none, statx, xfs_dioinfo, fake } from = source::none;
+	// Where it came from: per file, statx (Linux 6.1) or XFS's ioctl; per
+	// filesystem where neither answers, btrfs's sector size or the logical
+	// block size of the block device the filesystem is on.
+	enum class source : std::uint8_t { none, statx, xfs_dioinfo, btrfs, block_device, fake } from = source::none;
+	// The filesystem the file is on (st_dev: major << 32 | minor), 0 when
+	// the probe could not tell.
+	std::uint64_t fs = 0;
+	// The filesystem may serve an aligned O_DIRECT request through the
+	// page cache without saying so (btrfs: a range it cannot write direct,
+	// pages in the way), where XFS and ext4 return an error.
+	bool may_buffer = false;
 
 	[[nodiscard]] bool known() const noexcept { return mem_align != 0 && offset_align != 0; }
 };
+
+const char *dio_source_name(dio_caps::source s) noexcept;
+
+// Tests only: with DCACHE_TEST_NO_RWF_DONTCACHE=1 in the server's
+// environment, every backend answers a READ or WRITE carrying
+// RWF_DONTCACHE with EOPNOTSUPP, as kernels before 6.14 (Debian 12's 6.1,
+// Debian 13's 6.12) and btrfs do, so the fallback runs on any filesystem.
+// Read once per process.
+[[nodiscard]] bool dontcache_refused_for_tests() noexcept;
+[[nodiscard]] inline bool refused_for_tests(const request &r) noexcept
+{
+	return (r.op == op_kind::read || r.op == op_kind::write) && (r.rwf & RWF_DONTCACHE) != 0 &&
+	       dontcache_refused_for_tests();
+}
 
 } // namespace dcache::io

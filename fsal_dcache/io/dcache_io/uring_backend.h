@@ -122,6 +122,7 @@ public:
 
 	// Probes and the O_DIRECT reopen are plain syscalls: delegated.
 	[[nodiscard]] dio_caps probe_dio(int fd) noexcept override { return _sync.probe_dio(fd); }
+	[[nodiscard]] dio_caps probe_dio_fs(int fd) noexcept override { return _sync.probe_dio_fs(fd); }
 	[[nodiscard]] open_result open_direct(int fd) noexcept override { return _sync.open_direct(fd); }
 	void close_fd(int fd) noexcept override { _sync.close_fd(fd); }
 	[[nodiscard]] open_result open_buffered(int fd) noexcept override { return _sync.open_buffered(fd); }
