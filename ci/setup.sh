@@ -44,6 +44,8 @@ packages=(
   libwbclient-dev
   # the plugin's own dependencies
   liburing-dev xfslibs-dev systemtap-sdt-dev
+  # the filesystems the end-to-end suite runs on besides XFS
+  btrfs-progs e2fsprogs
   # tests, benchmark and demo
   libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2
   util-linux procps gnuplot-nox python3

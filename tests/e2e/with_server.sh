@@ -5,7 +5,8 @@
 #
 # What it sets up, all of it owned by this one invocation so that several
 # can run side by side:
-#   - a state dir (mktemp -d) holding a sparse image, formatted XFS, attached
+#   - a state dir (mktemp -d) holding a sparse image, formatted XFS (or
+#     DCACHE_E2E_FS), attached
 #     with `losetup --direct-io=on` (so the backing file's own page cache
 #     does not hide what the server's page cache does) and mounted at
 #     $state/mnt, with the export roots $state/mnt/vfs and $state/mnt/dcache;
@@ -32,8 +33,11 @@
 #                          configuration uses (/srv/nfs/...); nothing on the
 #                          host changes
 #   DCACHE_E2E_FSAL=NULL   stack Ganesha's NULL FSAL instead of DCACHE
-#   DCACHE_E2E_IMAGE_SIZE  size of the XFS image (default 2G)
-#   DCACHE_E2E_IMAGE       an XFS image to use (made if missing) and keep
+#   DCACHE_E2E_FS          the filesystem of the image: xfs (default), ext4
+#                          or btrfs (which refuses RWF_DONTCACHE and reports
+#                          no statx DIOALIGN)
+#   DCACHE_E2E_IMAGE_SIZE  size of the image (default 2G)
+#   DCACHE_E2E_IMAGE       an image to use (made if missing) and keep
 #   DCACHE_E2E_BACKEND     IO_Backend for every DCACHE export (io_uring, sync)
 #   DCACHE_E2E_SERVER_STOPS=1  the command stops ganesha.nfsd itself: an exit
 #                          without a signal is then not a failure
@@ -123,7 +127,14 @@ case $fsal in
   *) die "DCACHE_E2E_FSAL=$fsal: must be DCACHE or NULL" ;;
 esac
 [ -f "$ganesha_root$fsal_dir/libfsalvfs.so" ] || die "$ganesha_root$fsal_dir/libfsalvfs.so missing: install nfs-ganesha-vfs"
-host_tools=(ganesha.nfsd rpcbind rpcinfo dbus-daemon mkfs.xfs losetup nsenter unshare setpriv ip)
+fs_type=${DCACHE_E2E_FS:-xfs}
+case $fs_type in
+  xfs) mkfs_cmd=(mkfs.xfs -q) ;;
+  ext4) mkfs_cmd=(mkfs.ext4 -q -F) ;;
+  btrfs) mkfs_cmd=(mkfs.btrfs -q -f) ;;
+  *) die "DCACHE_E2E_FS=$fs_type: must be xfs, ext4 or btrfs" ;;
+esac
+host_tools=(ganesha.nfsd rpcbind rpcinfo dbus-daemon "${mkfs_cmd[0]}" losetup nsenter unshare setpriv ip)
 [ -z "$ganesha_root" ] || host_tools=(chroot "${host_tools[@]:1}")
 for tool in "${host_tools[@]}"; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run ci/setup.sh)"
@@ -251,10 +262,10 @@ mkdir -p "$mnt" "$state/plugins" "$state/recov" "$state/dbus"
 # DCACHE_E2E_IMAGE keeps the filesystem across runs (the crash test writes,
 # shuts XFS down, then a second run recovers and verifies): used as it is
 # when it exists, made when it does not, never deleted.
-image=${DCACHE_E2E_IMAGE:-$state/xfs.img}
+image=${DCACHE_E2E_IMAGE:-$state/$fs_type.img}
 if [ ! -e "$image" ]; then
   truncate -s "$image_size" "$image"
-  mkfs.xfs -q "$image"
+  "${mkfs_cmd[@]}" "$image" >/dev/null
 fi
 loopdev=$(losetup --direct-io=on -f --show "$image")
 mount "$loopdev" "$mnt"

@@ -3,11 +3,21 @@
 // keeps what it acknowledged.
 //
 // For /vfs and each DCACHE export of modes_exports.conf in turn, on the
-// harness's XFS: the free space is set to the same amount (a filler file
-// fallocated outside the exports), then 1 MiB FILE_SYNC WRITEs at a
-// misaligned offset, back to back, are sent until one is refused; the
-// sequence of (status, count) replies is compared with VFS's.  Every byte
-// acknowledged is then read back from the backing file.
+// harness's filesystem: the free space is set to the same amount (a filler
+// file fallocated outside the exports), then 1 MiB WRITEs are sent back to
+// back, each where the last one's acknowledged bytes end, until one is
+// refused; the raw (status, count) replies are compared with VFS's, in two
+// scenarios:
+//   - misaligned FILE_SYNC WRITEs (every one split in a direct mode), with
+//     room for ~5.3: the replies must be VFS's, reply for reply;
+//   - aligned UNSTABLE WRITEs with room for 24: the same full WRITEs, then
+//     the last one short with what fits, or refused, then NOSPC.  VFS's
+//     cached WRITEs leave XFS's speculative preallocation behind them,
+//     which its last WRITE fills; a direct mode leaves none, so what fits
+//     of its last WRITE is found piece by piece (fallback.h,
+//     smaller_piece), and the two may end a few hundred KiB apart
+//     (docs/configuration.md, "A full filesystem").
+// Every byte acknowledged is then read back from the backing file.
 //
 // Run under with_server.sh --exports modes_exports.conf.
 #include <fcntl.h>
@@ -31,9 +41,21 @@ namespace dcache::e2e::modes {
 namespace {
 
 constexpr std::uint64_t k_mib = 1024 * 1024;
-constexpr std::uint64_t k_start = 3096;                   // misaligned: every WRITE is split
-constexpr std::uint64_t k_free = 5 * k_mib + 300 * 1024;  // room for ~5.3 WRITEs
-constexpr int k_max_writes = 12;
+constexpr int k_nospc = 28;  // NFS3ERR_NOSPC
+
+struct scenario {
+  const char* name;
+  std::uint64_t start;  // the first WRITE's offset
+  std::uint64_t free;   // bytes free before the first WRITE
+  stable_how how;
+  int max_writes;
+  bool exact;  // the replies must be VFS's, reply for reply
+};
+
+const scenario k_scenarios[] = {
+    {"misaligned_file_sync", 3096, 5 * k_mib + 300 * 1024, stable_how::file_sync, 12, true},
+    {"aligned_unstable", 0, 24 * k_mib, stable_how::unstable, 40, false},
+};
 
 struct reply {
   int status;  // 0 or the nfsstat3 (28 NOSPC, 69 DQUOT, 27 FBIG)
@@ -68,50 +90,53 @@ std::uint64_t settled_free(const std::string& dir) {
   return last;
 }
 
-class nospace : public ::testing::Test {
+class nospace : public ::testing::TestWithParam<scenario> {
  protected:
   std::string mnt = env_or_empty("DCACHE_MNT");
   std::string filler = mnt + "/nospace.filler";
 
   void TearDown() override { ::unlink(filler.c_str()); }
 
-  // Leaves exactly k_free bytes free (as statvfs counts them).
+  // Leaves exactly the scenario's bytes free (as statvfs counts them).
   void fill() {
+    const std::uint64_t room = GetParam().free;
     ::unlink(filler.c_str());
     const std::uint64_t avail = settled_free(mnt);
-    ASSERT_GT(avail, k_free + 64 * k_mib) << "the test filesystem is too small";
+    ASSERT_GT(avail, room + 64 * k_mib) << "the test filesystem is too small";
     const int fd = ::open(filler.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
     ASSERT_GE(fd, 0) << std::strerror(errno);
-    std::uint64_t want = avail - k_free;
+    std::uint64_t want = avail - room;
     // fallocate takes the blocks; the extent tree of a large file takes a
-    // few more: trim until exactly k_free is left
+    // few more: trim until exactly room is left
     for (int i = 0; i < 20; ++i) {
       ASSERT_EQ(::posix_fallocate(fd, 0, static_cast<off_t>(want)), 0);
       ::fsync(fd);
       const std::uint64_t now = settled_free(mnt);
-      if (now == k_free) break;
-      want = now > k_free ? want + (now - k_free) : want - (k_free - now);
+      if (now == room) break;
+      want = now > room ? want + (now - room) : want - (room - now);
       ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(want)), 0);
     }
     ::close(fd);
-    ASSERT_EQ(settled_free(mnt), k_free);
+    ASSERT_EQ(settled_free(mnt), room);
   }
 
   // The WRITE sequence on export/file; also checks what was acknowledged
   // is there.
   std::vector<reply> run(const std::string& export_name) {
+    const scenario& sc = GetParam();
+    const std::uint64_t start = sc.start;
     std::vector<reply> out;
     nfs_client c(env_or_empty("DCACHE_SERVER"), "/" + export_name, nfs_version::v3);
     EXPECT_EQ(c.status(), 0) << c.last_error();
     raw_v3_file f;
     EXPECT_EQ(f.create(c, "/nospace"), 0);
     std::vector<std::byte> data(k_mib);
-    std::uint64_t off = k_start, acked = 0;
-    for (int i = 0; i < k_max_writes; ++i) {
+    std::uint64_t off = start, acked = 0;
+    for (int i = 0; i < sc.max_writes; ++i) {
       fill_pattern(data, 7, off);
       stable_how committed{};
       std::string why;
-      const long long n = f.write(off, data, stable_how::file_sync, committed, why);
+      const long long n = f.write(off, data, sc.how, committed, why);
       if (n < 0) {
         // "nfsstat3 N" in why
         const auto at = why.find("nfsstat3 ");
@@ -119,7 +144,9 @@ class nospace : public ::testing::Test {
         break;
       }
       out.push_back({0, n});
-      EXPECT_EQ(committed, stable_how::file_sync) << export_name << ": WRITE " << i;
+      if (sc.how == stable_how::file_sync) {
+        EXPECT_EQ(committed, stable_how::file_sync) << export_name << ": WRITE " << i;
+      }
       off += static_cast<std::uint64_t>(n);
       acked += static_cast<std::uint64_t>(n);
       // a client resends what was not written; a stalled sequence fails
@@ -127,11 +154,11 @@ class nospace : public ::testing::Test {
     }
     std::vector<std::byte> back;
     EXPECT_EQ(read_local_file(mnt + "/" + export_name + "/nospace", back), 0);
-    EXPECT_GE(back.size(), k_start + acked) << export_name;
+    EXPECT_GE(back.size(), start + acked) << export_name;
     std::vector<std::byte> want(acked);
-    fill_pattern(want, 7, k_start);
-    if (back.size() >= k_start + acked) {
-      EXPECT_EQ(first_difference({back.data() + k_start, acked}, want), -1)
+    fill_pattern(want, 7, start);
+    if (back.size() >= start + acked) {
+      EXPECT_EQ(first_difference({back.data() + start, acked}, want), -1)
           << export_name << ": acknowledged bytes lost";
     }
     // through NFS, so the server's cache forgets it too
@@ -140,20 +167,48 @@ class nospace : public ::testing::Test {
   }
 };
 
+// The replies of one mode against VFS's where they need not be equal: the
+// same full WRITEs, then at most two short ones (VFS: into its
+// preallocation, then what a flush freed; a direct mode: what fits), then
+// NOSPC; no empty OK (a client would resend it forever).
+void expect_same_shape(const char* e, const std::vector<reply>& got, const std::vector<reply>& vfs) {
+  const auto full = [](const std::vector<reply>& v) {
+    std::size_t n = 0;
+    while (n < v.size() && v[n].status == 0 && v[n].count == static_cast<long long>(k_mib)) ++n;
+    return n;
+  };
+  const std::size_t fg = full(got), fv = full(vfs);
+  EXPECT_GE(fg + 1, fv) << e << ": fewer full WRITEs than VFS";
+  EXPECT_LE(fg, fv + 1) << e << ": more full WRITEs than VFS";
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back().status, k_nospc) << e << " ends with NFS3ERR_NOSPC";
+  EXPECT_LE(got.size() - fg, 3u) << e << ": at most two short WRITEs before NOSPC";
+  for (std::size_t i = fg; i + 1 < got.size(); ++i) {
+    EXPECT_EQ(got[i].status, 0) << e << " WRITE " << i;
+    EXPECT_GT(got[i].count, 0) << e << " WRITE " << i << ": an empty OK";
+  }
+}
+
 // Where XFS places what fits depends on the free space an earlier run left
 // behind, so each mode is compared with a VFS run just before it, on the
 // same free space.
-TEST_F(nospace, every_mode_answers_like_vfs) {
+TEST_P(nospace, every_mode_answers_like_vfs) {
   ASSERT_FALSE(mnt.empty());
+  const scenario& sc = GetParam();
   for (const char* e : {"m_buffered", "m_dontcache", "m_fadvise", "m_direct", "m_direct_data_sync",
                         "m_direct_file_sync", "m_direct_cached_edges", "m_direct_mem_buffered"}) {
     fill();
     const std::vector<reply> vfs = run("vfs");
     ASSERT_GE(vfs.size(), 2u) << show(vfs);
-    ASSERT_EQ(vfs.back().status, 28) << "VFS ends with NFS3ERR_NOSPC: " << show(vfs);
+    ASSERT_EQ(vfs.back().status, k_nospc) << "VFS ends with NFS3ERR_NOSPC: " << show(vfs);
     fill();
     const std::vector<reply> got = run(e);
-    std::printf("MEASURE nospace %s: %s (VFS just before: %s)\n", e, show(got).c_str(), show(vfs).c_str());
+    std::printf("MEASURE nospace %s %s: %s (VFS just before: %s)\n", sc.name, e, show(got).c_str(),
+                show(vfs).c_str());
+    if (!sc.exact) {
+      expect_same_shape(e, got, vfs);
+      continue;
+    }
     if (std::strcmp(e, "m_direct_mem_buffered") != 0) {
       EXPECT_EQ(got, vfs) << e << " answered " << show(got) << "\n VFS answered " << show(vfs);
       continue;
@@ -172,6 +227,11 @@ TEST_F(nospace, every_mode_answers_like_vfs) {
     EXPECT_EQ(got.back(), vfs.back());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(scenarios, nospace, ::testing::ValuesIn(k_scenarios),
+                         [](const ::testing::TestParamInfo<scenario>& i) {
+                           return std::string(i.param.name);
+                         });
 
 }  // namespace
 }  // namespace dcache::e2e::modes
