@@ -10,22 +10,24 @@
 # answered FILE_SYNC, COMMITs received), then serves until Ctrl-C /
 # SIGTERM, which stop it cleanly (status 0).
 #
-#   ci/demo.sh [--check] [--state DIR] [--ganesha 4.3|6.5]
+#   ci/demo.sh [--check] [--state DIR] [--ganesha 4.3|6.5|9.14]
 #     --check                run the workload, verify it, stop (for CI)
 #     --state DIR            state dir (default ./state; the image is reused,
 #                            the workload's own files are rewritten each run)
-#     --ganesha 6.5          Debian 13's ganesha.nfsd 6.5 (or DCACHE_GANESHA=6.5),
-#                            chrooted in the trixie root (ci/setup.sh --ganesha
-#                            6.5) in a mount namespace of its own that binds
-#                            /run, /proc, /dev and the state dir in and ends
-#                            with it; the module is build-6.5's. Default 4.3,
-#                            Debian 12's on this machine.
+#     --ganesha X            that release's ganesha.nfsd (ci/release.sh; or
+#                            DCACHE_GANESHA=X): 6.5 (Debian 13) and 9.14
+#                            (Debian 13 backports) chrooted in their Debian
+#                            root (ci/setup.sh --ganesha X) in a mount
+#                            namespace of its own that binds /run, /proc, /dev
+#                            and the state dir in and ends with it; the module
+#                            is build-X's. Default 4.3, Debian 12's on this
+#                            machine.
 #   DCACHE_DEMO_SECONDS=N    serve N seconds after the workload, then stop
 #   DCACHE_DEMO_IMAGE_SIZE   image size when first created (default 4G)
-#   DCACHE_BUILD_DIR         build dir (default build/, for 6.5 build-6.5/);
+#   DCACHE_BUILD_DIR         build dir (default build/, for X build-X/);
 #                            when its fsal_dcache/adapter/libfsaldcache.so is
 #                            missing, runs ci/setup.sh and builds only that
-#                            module (for 6.5 with ci/build.sh --ganesha 6.5)
+#                            module (for X with ci/build.sh --ganesha X)
 #
 # Needs root. Refuses to start if something already listens on port 2049.
 # Counters go over the system bus when one runs, else over a private
@@ -41,52 +43,40 @@ fi
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 prog=${0##*/}
-# shellcheck source=../tools/private-dbus.sh
-. "$top/tools/private-dbus.sh"
+# shellcheck source=release.sh
+. "$top/ci/release.sh"
+# shellcheck source=server.sh
+. "$top/ci/server.sh"
 die() { echo "$prog: $*" >&2; exit 2; }
 
 check=0
 state=${DCACHE_DEMO_STATE:-$PWD/state}
-ganesha=${DCACHE_GANESHA:-4.3}
+release_parse_ganesha "$@" || exit 2
+set -- "${release_rest[@]+"${release_rest[@]}"}"
 while [ $# -gt 0 ]; do
   case $1 in
     --check) check=1; shift ;;
     --state) [ $# -ge 2 ] || die "--state needs a directory"; state=$2; shift 2 ;;
     --state=*) state=${1#--state=}; shift ;;
-    --ganesha) [ $# -ge 2 ] || die "--ganesha needs a version"; ganesha=$2; shift 2 ;;
-    --ganesha=*) ganesha=${1#--ganesha=}; shift ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (try --help)" ;;
   esac
 done
 seconds=${DCACHE_DEMO_SECONDS:-}
 [ -z "$seconds" ] || [[ "$seconds" =~ ^[0-9]+$ ]] || die "DCACHE_DEMO_SECONDS=$seconds: not a number of seconds"
 [ "$(id -u)" = 0 ] || die "must run as root (loop device, mount, ports below 1024)"
-# root: "" runs the host's ganesha.nfsd (4.3); for 6.5 the trixie root's
-root=""
-case $ganesha in
-  4.3) ;;
-  6.5)
-    # shellcheck source=trixie-root.sh
-    . "$top/ci/trixie-root.sh"
-    root=$trixie_root ;;
-  *) die "--ganesha $ganesha: must be 4.3 or 6.5" ;;
-esac
+root=$release_root
 
 # ---- the plugin (only the module, never the tests) ---------------------------
+build=${DCACHE_BUILD_DIR:-$release_build_dir}
+plugin=$build/fsal_dcache/adapter/libfsaldcache.so
 if [ -n "$root" ]; then
-  build=${DCACHE_BUILD_DIR:-$top/build-6.5}
-  plugin=$build/fsal_dcache/adapter/libfsaldcache.so
   if [ ! -f "$plugin" ] || [ ! -x "$root/usr/bin/ganesha.nfsd" ]; then
-    echo "$prog: $plugin or $root/usr/bin/ganesha.nfsd is missing: setting up (ci/setup.sh --ganesha 6.5), then building the module only"
-    DCACHE_BUILD_DIR=$build "$top/ci/build.sh" --ganesha 6.5
+    echo "$prog: $plugin or $root/usr/bin/ganesha.nfsd is missing: setting up ($release_setup), then building the module only"
+    DCACHE_BUILD_DIR=$build "$top/ci/build.sh" --ganesha "$release"
     [ -f "$plugin" ] || die "built target fsaldcache but $plugin is still missing"
   fi
-else
-  build=${DCACHE_BUILD_DIR:-$top/build}
-  plugin=$build/fsal_dcache/adapter/libfsaldcache.so
-fi
-if [ -z "$root" ] && [ ! -f "$plugin" ]; then
+elif [ ! -f "$plugin" ]; then
   echo "$prog: $plugin is missing: setting up (ci/setup.sh), then building the module only"
   "$top/ci/setup.sh"
   mkdir -p "$build"
@@ -98,9 +88,8 @@ if [ -z "$root" ] && [ ! -f "$plugin" ]; then
   cmake --build "$build" --target fsaldcache -j"$(nproc)"
   [ -f "$plugin" ] || die "built target fsaldcache but $plugin is still missing"
 fi
-fsal_dir=/usr/lib/x86_64-linux-gnu/ganesha
-[ -f "$root$fsal_dir/libfsalvfs.so" ] || die "$root$fsal_dir/libfsalvfs.so missing (run ci/setup.sh${root:+ --ganesha 6.5})"
-[ -z "$root" ] || [ -x "$root/usr/bin/ganesha.nfsd" ] || die "$root/usr/bin/ganesha.nfsd missing (run ci/setup.sh --ganesha 6.5)"
+[ -f "$root$release_fsal_dir/libfsalvfs.so" ] || die "$root$release_fsal_dir/libfsalvfs.so missing (run $release_setup)"
+[ -z "$root" ] || [ -x "$root/usr/bin/ganesha.nfsd" ] || die "$root/usr/bin/ganesha.nfsd missing (run $release_setup)"
 if [ -n "$root" ]; then server_tools=(chroot unshare setpriv); else server_tools=(ganesha.nfsd); fi
 for tool in "${server_tools[@]}" rpcinfo rpcbind mkfs.xfs losetup ss nfs-cp nfs-cat nfs-ls python3 dbus-daemon dbus-send; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run ci/setup.sh)"
@@ -114,65 +103,25 @@ fi
 
 # ---- teardown ----------------------------------------------------------------
 mnt=$state/mnt
-loopdev=""
-mounted=0
 ganesha_pid=""
-rpcbind_pid=""
-dbus_pid=""
 sleep_pid=""
 serving=0
-root_made=""   # 6.5: the topmost directory made in the root for the state dir
 signalled=""
 # shellcheck disable=SC2317  # runs from the trap
-stop_pid() {  # pid grace-seconds name; sets stopped_rc to the pid's status
-  local pid=$1 i
-  stopped_rc=0
-  [ -n "$pid" ] || return 0
-  kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || stopped_rc=$?; return 0; }
-  for ((i = 0; i < $2 * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "$prog: $3 (pid $pid) still running after ${2}s; SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || stopped_rc=$?
-}
-# shellcheck disable=SC2317  # runs from the trap
 cleanup() {
-  local rc=$? i
+  local rc=$?
   trap - EXIT
   # the teardown always finishes: no second Ctrl-C cuts it short, and a
   # closed stdout (demo | head) neither kills nor stops it
   trap '' INT TERM HUP PIPE
   set +e
   echo "$prog: stopping"
-  stop_pid "$sleep_pid" 1 sleep
-  if [ -n "$ganesha_pid" ]; then
-    stop_pid "$ganesha_pid" 20 ganesha.nfsd
-    # ganesha.nfsd exits 0 on SIGTERM: a signal here is a crash in shutdown
-    if [ "$stopped_rc" -gt 128 ]; then
-      echo "$prog: ganesha.nfsd died by signal $((stopped_rc - 128)) while stopping" >&2
-      [ "$rc" != 0 ] || rc=1
-    fi
-  fi
-  stop_pid "$dbus_pid" 5 dbus-daemon
-  stop_pid "$rpcbind_pid" 5 rpcbind
-  [ -z "$dbus_pid" ] || rm -f "$state/dbus/system_bus_socket"
-  # the (unmounted, empty) mount point made in the root, up to what was there
-  if [ -n "$root_made" ]; then
-    local d=$state
-    while rmdir "$root$d" 2>/dev/null && [ "$d" != "$root_made" ]; do d=$(dirname "$d"); done
-  fi
-  if [ "$mounted" = 1 ]; then
-    for ((i = 0; i < 50; i++)); do umount "$mnt" 2>/dev/null && { mounted=0; break; }; sleep 0.1; done
-    if [ "$mounted" = 1 ]; then
-      echo "$prog: $mnt still busy; detaching it lazily" >&2
-      umount -l "$mnt" || true
-    fi
-  fi
-  [ -z "$loopdev" ] || losetup -d "$loopdev" || echo "$prog: could not detach $loopdev" >&2
-  [ -z "$loopdev" ] || rm -rf "$state/work"
+  srv_stop_pid "$sleep_pid" 1 sleep
+  srv_cleanup || { [ "$rc" != 0 ] || rc=1; }
+  [ -z "$srv_bus" ] || rm -f "$state/dbus/system_bus_socket"
+  [ -z "$srv_loopdev" ] || rm -rf "$state/work"
   if [ "$rc" = 0 ]; then
-    echo "$prog: stopped${signalled:+ on $signalled}: server stopped, $mnt unmounted${loopdev:+, $loopdev detached}; $state/xfs.img kept"
+    echo "$prog: stopped${signalled:+ on $signalled}: server stopped, $mnt unmounted${srv_loopdev:+, $srv_loopdev detached}; $state/xfs.img kept"
   elif [ -n "$signalled" ] && [ "$serving" = 0 ]; then
     echo "$prog: interrupted by $signalled before serving (status $rc); stopped, $mnt unmounted" >&2
   else
@@ -200,56 +149,21 @@ files=(one-byte misaligned sixty-four-mib)
 mkdir -p "$state" "$mnt"
 state=$(cd "$state" && pwd)
 mnt=$state/mnt
-if mountpoint -q "$mnt"; then
-  die "$mnt is already mounted (another demo running from this state dir?)"
-fi
-if [ ! -f "$state/xfs.img" ]; then
-  echo "$prog: creating ${DCACHE_DEMO_IMAGE_SIZE:-4G} XFS image $state/xfs.img"
-  truncate -s "${DCACHE_DEMO_IMAGE_SIZE:-4G}" "$state/xfs.img.new"
-  mkfs.xfs -q "$state/xfs.img.new"
-  mv "$state/xfs.img.new" "$state/xfs.img"
-fi
-loopdev=$(losetup --direct-io=on -f --show "$state/xfs.img")
-mount "$loopdev" "$mnt"
-mounted=1
-mkdir -p "$mnt/vfs" "$mnt/dontcache" "$mnt/direct" "$state/plugins" "$state/recov" "$state/work" "$state/dbus"
+[ -f "$state/xfs.img" ] || echo "$prog: creating ${DCACHE_DEMO_IMAGE_SIZE:-4G} XFS image $state/xfs.img"
+srv_fs_make "$state/xfs.img" "${DCACHE_DEMO_IMAGE_SIZE:-4G}" xfs
+srv_fs_mount "$state/xfs.img" "$mnt" || die "$mnt could not be mounted (another demo running from this state dir?)"
+mkdir -p "$mnt/vfs" "$mnt/dontcache" "$mnt/direct" "$state/recov" "$state/work" "$state/dbus"
 # the workload's files from an earlier run go before the server starts
 # (nfs-cp does not overwrite); anything else under the exports stays
 for exp in "${exports[@]}"; do
   for f in "${files[@]}"; do rm -f "$mnt/$exp/$f"; done
 done
-ln -sfn "$fsal_dir/libfsalvfs.so" "$state/plugins/libfsalvfs.so"
-if [ -n "$root" ]; then
-  # the root sees the state dir, not the build (and resolves the VFS link
-  # to its own module)
-  rm -f "$state/plugins/libfsaldcache.so"
-  cp "$plugin" "$state/plugins/libfsaldcache.so"
-else
-  ln -sfn "$plugin" "$state/plugins/libfsaldcache.so"
-fi
-# 6.5 refuses to start when prctl(PR_SET_IO_FLUSHER) fails, as it does
-# without CAP_SYS_RESOURCE (containers); 4.3 has no such option.
-core_param_extra=""
-[ -z "$root" ] || core_param_extra="
-  Allow_Set_Io_Flusher_Fail = true;"
+srv_plugin_dir "$state/plugins" "$plugin"
 
-cat >"$state/ganesha.conf" <<EOF
-# generated by ci/demo.sh
-NFS_CORE_PARAM {
-  Plugins_Dir = "$state/plugins";$core_param_extra
-  Protocols = 3, 4;
-  Bind_addr = 127.0.0.1;
-  Enable_NLM = false;
-  Enable_RQUOTA = false;
-  Enable_FSAL_Stats = true;
-  Mount_Path_Pseudo = true;
-}
-NFSV4 { Graceless = true; RecoveryRoot = "$state/recov"; minor_versions = 0, 1; Only_Numeric_Owners = true; }
-NFS_KRB5 { Active_krb5 = false; }
-LOG {
-  Default_Log_Level = EVENT;
-  Components { FSAL = INFO; }
-}
+{
+  echo "# generated by ci/demo.sh"
+  DCACHE_E2E_LOG_LEVEL=INFO srv_conf_core "$state" "$state/ganesha.log" "$state/plugins" "Bind_addr = 127.0.0.1;"
+  cat <<EOF
 EXPORT {
   Export_Id = 1; Path = "$mnt/vfs"; Pseudo = /vfs;
   Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys;
@@ -266,63 +180,36 @@ EXPORT {
   FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct_file_sync; FSAL { Name = VFS; } }
 }
 EOF
+} >"$state/ganesha.conf"
 
 # ---- DBus (for the counters), rpcbind and ganesha ----------------------------
+# The host's network: the server is for a person to connect to. With a root
+# (6.5, 9.14) it runs chrooted in it, in a mount namespace of its own
+# (nothing is mounted on the host) holding the host's /run (rpcbind's socket,
+# the system bus), /proc, /dev and the state dir at their own paths.
+srv_ns_start "$state"
 # The system bus when it runs and no other ganesha.nfsd owns the name there;
 # else a private dbus-daemon, as tests/e2e/with_server.sh runs.
 bus_note=""
 if ! dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
        org.freedesktop.DBus.NameHasOwner string:org.ganesha.nfsd 2>/dev/null | grep -q 'boolean false'; then
-  private_dbus_conf "$state/dbus/system_bus_socket" >"$state/dbus.conf"
-  rm -f "$state/dbus/system_bus_socket"
-  dbus-daemon --config-file="$state/dbus.conf" --nofork --nopidfile --nosyslog >"$state/dbus.log" 2>&1 &
-  dbus_pid=$!
-  for ((i = 0; i < 100; i++)); do [ -S "$state/dbus/system_bus_socket" ] && break; sleep 0.05; done
-  [ -S "$state/dbus/system_bus_socket" ] || { cat "$state/dbus.log" >&2; die "dbus-daemon did not create its socket"; }
-  export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$state/dbus/system_bus_socket"
+  srv_dbus_start "$state" || die "no private dbus-daemon"
+  export DBUS_SYSTEM_BUS_ADDRESS=$srv_bus
   bus_note="DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS "
 fi
 # NFSv3 needs a portmapper; use the machine's if one runs, else our own.
-if ! rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
-  rpcbind -f -w &
-  rpcbind_pid=$!
-  for ((i = 0; i < 50; i++)); do rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && break; sleep 0.1; done
-fi
+rpcinfo -p 127.0.0.1 >/dev/null 2>&1 || srv_rpcbind_start || die "no rpcbind"
 : >"$state/ganesha.log"
-ganesha_args=(-F -L "$state/ganesha.log" -f "$state/ganesha.conf" -p "$state/ganesha.pid")
-if [ -n "$root" ]; then
-  # 6.5: chrooted in the root, in a mount namespace of its own (nothing is
-  # mounted on the host) holding the host's /run (rpcbind's socket, the
-  # system bus), /proc, /dev and the state dir (the XFS, the config, the
-  # log) at their own paths; unshare, bash and chroot exec one another, so
-  # $! is ganesha.nfsd's pid and the namespace ends with it (and it with
-  # the demo: --pdeathsig).
-  d=$state
-  while [ ! -e "$root$d" ]; do root_made=$d; d=$(dirname "$d"); done
-  mkdir -p "$root$state"
-  # shellcheck disable=SC2016  # expanded by the inner shell
-  setpriv --pdeathsig KILL -- unshare --mount --propagation private -- bash -ec '
-    mount --rbind /run "$1/run"; mount -t proc proc "$1/proc"; mount --rbind /dev "$1/dev"
-    mount --rbind "$2" "$1$2"
-    exec chroot "$1" /usr/bin/ganesha.nfsd "${@:3}"' ganesha "$root" "$state" "${ganesha_args[@]}" &
-else
-  ganesha.nfsd "${ganesha_args[@]}" &
-fi
-ganesha_pid=$!
-for ((i = 0; i < 300; i++)); do
-  kill -0 "$ganesha_pid" 2>/dev/null || { tail -n 20 "$state/ganesha.log" >&2; die "ganesha.nfsd exited during startup"; }
-  timeout 5 nfs-ls "nfs://127.0.0.1/vfs/?version=3" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-timeout 5 nfs-ls "nfs://127.0.0.1/vfs/?version=3" >/dev/null 2>&1 ||
-  { tail -n 20 "$state/ganesha.log" >&2; die "ganesha.nfsd did not serve within 30s"; }
+srv_ganesha_start "$state/ganesha.conf" "$state/ganesha.log" "$state/ganesha.pid"
+ganesha_pid=$srv_ganesha
+srv_wait_serving "$ganesha_pid" /vfs 30 || { tail -n 20 "$state/ganesha.log" >&2; die "ganesha.nfsd did not serve"; }
 grep -h 'DCACHE: export' "$state/ganesha.log" | sed 's/^.*DCACHE: /  DCACHE: /' || true
 server_note=""
-[ -z "$root" ] || server_note=" (Debian 13's, chrooted in $root)"
+[ -z "$root" ] || server_note=" (Debian $release_suite${release_install_suite:+/$release_install_suite}'s, chrooted in $root)"
 
 cat <<EOF
 
-ganesha.nfsd $ganesha$server_note (pid $ganesha_pid) serves on 127.0.0.1 (NFSv3 and NFSv4):
+ganesha.nfsd $release$server_note (pid $ganesha_pid) serves on 127.0.0.1 (NFSv3 and NFSv4):
   /vfs        plain VFS
   /dontcache  DCACHE: IO_Cache_Read = dontcache, IO_Cache_Write = dontcache
   /direct     DCACHE: IO_Cache_Read = direct,    IO_Cache_Write = direct_file_sync
@@ -403,6 +290,6 @@ if [ -n "$seconds" ]; then
 fi
 echo "serving until Ctrl-C"
 wait "$ganesha_pid" && rc=0 || rc=$?
-ganesha_pid=""
+srv_ganeshas=()
 echo "$prog: ganesha.nfsd exited on its own (status $rc)" >&2
 exit 1

@@ -1,35 +1,36 @@
 #!/usr/bin/env bash
 # Builds the Debian package nfs-ganesha-dcache (debian/) from the working
-# tree with dpkg-buildpackage, for the nfs-ganesha installed here, and
+# tree with dpkg-buildpackage, for one Ganesha release's nfs-ganesha, and
 # checks it with lintian: any error or warning fails.
-#   ci/package.sh [--ganesha 4.3|6.5] [OUT_DIR]    (or DCACHE_GANESHA=6.5)
-#     the .deb lands in OUT_DIR (default build/deb, for 6.5 build-6.5/deb)
+#   ci/package.sh [--ganesha X] [OUT_DIR]    (or DCACHE_GANESHA=X; ci/release.sh)
+#     the .deb lands in OUT_DIR (default build/deb, for X build-X/deb)
 # The tree is copied (the files git tracks or would track) to
-# .cache/deb/src so that dpkg-buildpackage's output stays out of the
+# .cache/deb[-X]/src so that dpkg-buildpackage's output stays out of the
 # repository's parent directory; Ganesha's source tree (headers only) is
 # linked in from .cache/, where ci/setup.sh fetched it.
 #
 # 4.3 (the default): Debian 12's nfs-ganesha on this machine, version as in
-# debian/changelog (0.1.0). 6.5: Debian 13's, built, and checked with
-# trixie's lintian, inside the trixie root (ci/setup.sh --ganesha 6.5,
-# ci/trixie-root.sh) in .cache/deb-6.5; the copied tree's debian/changelog
-# gets a top entry for trixie whose version adds +deb13 (0.1.0+deb13, above
-# bookworm's 0.1.0 for upgrades, and a file name of its own, so both sit in
-# one repository).
+# debian/changelog (0.1.0). Another release: built, and checked with its
+# suite's lintian, inside that release's Debian root (ci/setup.sh --ganesha
+# X); the copied tree's debian/changelog gets a top entry for the release's
+# suite whose version adds the release's suffix, so every build has a file
+# name of its own and all sit in one repository: 6.5 0.1.0+deb13; 9.14, from
+# trixie-backports, 0.1.0+deb14~bpo13+1, as Debian versions a backport of
+# what testing (forky, 14, nfs-ganesha 9.14 too) would carry: above trixie's
+# for an operator who moves to backports' nfs-ganesha.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 prog=${0##*/}
-target=${DCACHE_GANESHA:-4.3}
-case ${1:-} in
-  --ganesha) [ $# -ge 2 ] || { echo "$prog: --ganesha needs a version" >&2; exit 2; }; target=$2; shift 2 ;;
-  --ganesha=*) target=${1#--ganesha=}; shift ;;
-esac
-case $target in
-  4.3) default_out=$top/build/deb work=$top/.cache/deb ;;
-  6.5) default_out=$top/build-6.5/deb work=$top/.cache/deb-6.5 ;;
-  *) echo "$prog: Ganesha $target: only 4.3 (the default) and 6.5" >&2; exit 2 ;;
-esac
-[ -n "${DCACHE_SKIP_SETUP:-}" ] || "$top/ci/setup.sh" --ganesha "$target"
+# shellcheck source=release.sh
+. "$top/ci/release.sh"
+release_parse_ganesha "$@" || exit 2
+set -- "${release_rest[@]+"${release_rest[@]}"}"
+if [ -n "$release_root" ]; then
+  default_out=$release_build_dir/deb work=$top/.cache/deb-$release
+else
+  default_out=$top/build/deb work=$top/.cache/deb
+fi
+[ -n "${DCACHE_SKIP_SETUP:-}" ] || "$top/ci/setup.sh" --ganesha "$release"
 out=$(mkdir -p "${1:-$default_out}" && cd "${1:-$default_out}" && pwd)
 
 rm -rf "$work"
@@ -38,8 +39,8 @@ mkdir -p "$work/src/.cache"
   while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
   tar --null -T - -cf -) | tar -xf - -C "$work/src"
 ganesha_build=$top/.cache/ganesha-build
-[ "$target" = 4.3 ] || ganesha_build=$top/.cache/ganesha-build-$target
-for d in "$top"/.cache/nfs-ganesha-* "$ganesha_build"; do
+[ -z "$release_root" ] || ganesha_build=$top/.cache/ganesha-build-$release
+for d in "$top/.cache/nfs-ganesha-$release" "$ganesha_build"; do
   [ -d "$d" ] && ln -s "$d" "$work/src/.cache/"
 done
 
@@ -47,22 +48,21 @@ done
 # repository bound at its own path (the links above, $work and $out when
 # below it resolve there as here).
 run=()
-if [ "$target" = 6.5 ]; then
-  # shellcheck source=trixie-root.sh
-  . "$top/ci/trixie-root.sh"
-  run=(trixie_chroot --bind "$top" --)
+if [ -n "$release_root" ]; then
+  run=(release_chroot --bind "$top" --)
   version=$(cd "$work/src" && dpkg-parsechangelog -S Version)
-  # the top entry for trixie, before the bookworm one
+  suite=${release_install_suite:-$release_suite}
+  # the top entry for the release's suite, before the bookworm one
   {
-    printf 'nfs-ganesha-dcache (%s+deb13) trixie; urgency=medium\n\n' "$version"
-    printf '  * Built for Debian 13: nfs-ganesha 6.5-5 (FSAL API 13).\n\n'
+    printf 'nfs-ganesha-dcache (%s%s) %s; urgency=medium\n\n' "$version" "$release_deb_version_suffix" "$suite"
+    printf '  * Built for %s: nfs-ganesha %s (FSAL API %s).\n\n' "$suite" "$release_debian_version" "$release_fsal_api"
     printf ' -- %s  %s\n\n' "$(cd "$work/src" && dpkg-parsechangelog -S Maintainer)" "$(date -R)"
     cat "$work/src/debian/changelog"
   } >"$work/changelog.new"
   mv "$work/changelog.new" "$work/src/debian/changelog"
 fi
 
-echo "$prog: building the package for Ganesha $target (log: $work/build.log)"
+echo "$prog: building the package for Ganesha $release (log: $work/build.log)"
 # shellcheck disable=SC2016  # expanded by the inner shell
 if ! "${run[@]}" sh -c 'cd "$1" && dpkg-buildpackage -b --no-sign' sh "$work/src" >"$work/build.log" 2>&1; then
   tail -n 40 "$work/build.log" >&2
@@ -75,7 +75,7 @@ echo "$prog: lintian $changes"
   echo "$prog: lintian reports errors or warnings (above)" >&2
   exit 1
 }
-[ "$target" != 6.5 ] || trixie_no_mounts
+release_no_mounts
 rm -f "$out"/nfs-ganesha-dcache_*.deb
 cp "$work"/nfs-ganesha-dcache_*.deb "$out/"
 ls "$out"/nfs-ganesha-dcache_*.deb

@@ -7,13 +7,15 @@
 #
 # Safe to run again: each step checks whether it is already done.
 #
-#   ci/setup.sh [--ganesha 6.5]      (or DCACHE_GANESHA=6.5 ci/setup.sh)
+#   ci/setup.sh [--ganesha 6.5|9.14]     (or DCACHE_GANESHA=..., ci/release.sh)
 #
-# With 6.5 it also makes a Debian 13 (trixie) root in .cache/trixie/root
-# holding trixie's toolchain and nfs-ganesha 6.5-5, fetches the 6.5-5 source
-# package (checksums verified against its .dsc) into .cache/nfs-ganesha-6.5
-# and configures that tree inside the root, as Debian 13's debian/rules does,
-# into .cache/ganesha-build-6.5 (ci/trixie-root.sh).
+# With a release other than the host's 4.3 it also makes that release's
+# Debian root (.cache/<suite>/root: trixie for 6.5, trixie-backports for
+# 9.14) holding its suite's toolchain and nfs-ganesha, fetches its source
+# package (checksums verified against the .dsc, or against the archive's
+# signed Sources index where the archive no longer serves the .dsc) into
+# .cache/nfs-ganesha-X and configures that tree inside the root, with the
+# options of Debian's debian/rules, into .cache/ganesha-build-X.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,19 +23,10 @@ cache="$top/.cache"
 ganesha_version=4.3
 ganesha_debian_version=4.3-2
 mkdir -p "$cache"
-
-target=${DCACHE_GANESHA:-4.3}
-while [ $# -gt 0 ]; do
-  case $1 in
-    --ganesha) [ $# -ge 2 ] || { echo "setup: --ganesha needs a version" >&2; exit 2; }; target=$2; shift 2 ;;
-    --ganesha=*) target=${1#--ganesha=}; shift ;;
-    *) echo "usage: ci/setup.sh [--ganesha 4.3|6.5]" >&2; exit 2 ;;
-  esac
-done
-case $target in
-  4.3|6.5) ;;
-  *) echo "setup: Ganesha $target: only 4.3 (Debian 12's, the default) and 6.5 (Debian 13's)" >&2; exit 2 ;;
-esac
+# shellcheck source=release.sh
+. "$top/ci/release.sh"
+release_parse_ganesha "$@" || { echo "usage: ci/setup.sh [--ganesha ${release_all[*]// /|}]" >&2; exit 2; }
+[ ${#release_rest[@]} -eq 0 ] || { echo "usage: ci/setup.sh [--ganesha ${release_all[*]// /|}]" >&2; exit 2; }
 
 packages=(
   # build
@@ -47,15 +40,15 @@ packages=(
   # the filesystems the end-to-end suite runs on besides XFS
   btrfs-progs e2fsprogs
   # tests, benchmark and demo
-  libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2
+  libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2 nlohmann-json3-dev
   util-linux procps gnuplot-nox python3
   # lint: shell scripts, formatting, and clang's lock-annotation check
   shellcheck clang clang-format
   # the Debian package and its man pages
   debhelper lintian go-md2man man-db
 )
-# the Debian 13 root for Ganesha 6.5
-[ "$target" != 6.5 ] || packages+=(debootstrap)
+# the Debian roots of the other releases
+[ -z "$release_root" ] || packages+=(debootstrap)
 
 # Installing needs root; once everything is there, setup (and so the unit
 # tests) runs as any user.
@@ -136,173 +129,202 @@ for want in _USE_9P _USE_NFS3 _USE_NLM _USE_RQUOTA USE_NFSACL3 _HAVE_GSSAPI USE_
 done
 echo "setup: ready (Ganesha tree $src, config.h $cfg/include/config.h)"
 
-[ "$target" = 6.5 ] || exit 0
-# --- Ganesha 6.5: a Debian 13 root, its source tree and config.h ------------
-# shellcheck source=trixie-root.sh
-. "$top/ci/trixie-root.sh"
-t65_started=$SECONDS
-t65_debian_version=6.5-5
-t65_dir="$cache/trixie"
-t65_packages=(
+[ -n "$release_root" ] || exit 0
+# --- another release: its Debian root, its source tree and config.h ---------
+started=$SECONDS
+rel_dir=$release_state
+root_packages=(
   # build tools
   cmake g++ gcc pkgconf make bison flex
   # the plugin's own dependencies, and what Ganesha's headers need
-  liburing-dev libntirpc-dev liburcu-dev libdbus-1-dev libacl1-dev libkrb5-dev libblkid-dev
+  liburing-dev liburcu-dev libdbus-1-dev libacl1-dev libkrb5-dev libblkid-dev
   libcap-dev uuid-dev libnfsidmap-dev libwbclient-dev xfslibs-dev systemtap-sdt-dev
   # the server the end-to-end harness runs from the root
-  nfs-ganesha nfs-ganesha-vfs nfs-ganesha-nullfs dbus rpcbind
-  # the Debian package for 6.5 (ci/package.sh --ganesha 6.5) and its man pages
+  dbus rpcbind
+  # the Debian package (ci/package.sh --ganesha X) and its man pages
   build-essential dpkg-dev debhelper lintian go-md2man man-db
 )
-mkdir -p "$t65_dir"
-trixie_no_mounts
+# Ganesha and the ntirpc it was built with, from the release's suite
+ganesha_packages=(nfs-ganesha nfs-ganesha-vfs nfs-ganesha-nullfs libntirpc-dev)
+mkdir -p "$rel_dir"
+release_no_mounts
 
 # 1. debootstrap (bookworm's debootstrap knows trixie: scripts/trixie -> sid,
 # and debian-archive-keyring 2023.3+deb12u2 has trixie's release keys)
-if [ ! -f "$t65_dir/debootstrap.done" ] || [ ! -x "$trixie_root/usr/bin/env" ]; then
-  need_root "no Debian 13 root yet"
-  archive=$(trixie_archive_uri)
-  echo "setup: debootstrap $trixie_suite into $trixie_root (archive $archive)"
-  [ ! -e "$trixie_root" ] || rm -rf --one-file-system "$trixie_root"
-  rm -f "$t65_dir/debootstrap.done" "$t65_dir/packages.done"
-  mkdir -p "$trixie_root"
+if [ ! -f "$rel_dir/debootstrap.done" ] || [ ! -x "$release_root/usr/bin/env" ]; then
+  need_root "no Debian root for Ganesha $release yet"
+  archive=$(release_archive_uri)
+  echo "setup: debootstrap $release_suite into $release_root (archive $archive)"
+  [ ! -e "$release_root" ] || rm -rf --one-file-system "$release_root"
+  rm -f "$rel_dir/debootstrap.done" "$rel_dir/packages.done"
+  mkdir -p "$release_root"
   # its own mounts (/proc, /sys in the root) stay in a private namespace
   unshare --mount --propagation private -- \
-    debootstrap --variant=minbase "$trixie_suite" "$trixie_root" "$archive" >"$t65_dir/debootstrap.log" 2>&1 \
-    || { echo "setup: debootstrap failed, see $t65_dir/debootstrap.log" >&2; tail -n 5 "$t65_dir/debootstrap.log" >&2; exit 1; }
-  echo "$archive" >"$t65_dir/debootstrap.done"
+    debootstrap --variant=minbase "$release_suite" "$release_root" "$archive" >"$rel_dir/debootstrap.log" 2>&1 \
+    || { echo "setup: debootstrap failed, see $rel_dir/debootstrap.log" >&2; tail -n 5 "$rel_dir/debootstrap.log" >&2; exit 1; }
+  echo "$archive" >"$rel_dir/debootstrap.done"
 fi
 
-# 2. the root's apt: trixie (with deb-src) from the same archive, no
-# services started by maintainer scripts, and the host's view of stale
-# Release dates (a snapshot archive's Valid-Until has passed)
-archive=$(cat "$t65_dir/debootstrap.done")
+# 2. the root's apt: its suite (and the one Ganesha comes from), with
+# deb-src, from the same archive; no services started by maintainer
+# scripts; the host's view of stale Release dates (a snapshot archive's
+# Valid-Until has passed)
+archive=$(cat "$rel_dir/debootstrap.done")
 want_sources="Types: deb deb-src
 URIs: $archive
-Suites: $trixie_suite
+Suites: $release_suite${release_install_suite:+ $release_install_suite}
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
-if [ "$(cat "$trixie_root/etc/apt/sources.list.d/debian.sources" 2>/dev/null)" != "$want_sources" ]; then
-  need_root "the Debian 13 root's apt sources need writing"
-  printf '%s\n' "$want_sources" >"$trixie_root/etc/apt/sources.list.d/debian.sources"
-  rm -f "$trixie_root/etc/apt/sources.list" "$t65_dir/packages.done"
+if [ "$(cat "$release_root/etc/apt/sources.list.d/debian.sources" 2>/dev/null)" != "$want_sources" ]; then
+  need_root "the Debian root's apt sources need writing"
+  printf '%s\n' "$want_sources" >"$release_root/etc/apt/sources.list.d/debian.sources"
+  rm -f "$release_root/etc/apt/sources.list" "$rel_dir/packages.done"
 fi
-if [ ! -f "$trixie_root/usr/sbin/policy-rc.d" ]; then
-  need_root "the Debian 13 root needs a policy-rc.d"
-  printf '#!/bin/sh\n# made by ci/setup.sh: nothing starts services in this root\nexit 101\n' >"$trixie_root/usr/sbin/policy-rc.d"
-  chmod 755 "$trixie_root/usr/sbin/policy-rc.d"
+if [ ! -f "$release_root/usr/sbin/policy-rc.d" ]; then
+  need_root "the Debian root needs a policy-rc.d"
+  printf '#!/bin/sh\n# made by ci/setup.sh: nothing starts services in this root\nexit 101\n' >"$release_root/usr/sbin/policy-rc.d"
+  chmod 755 "$release_root/usr/sbin/policy-rc.d"
 fi
 # Ganesha's VFS finds its filesystems in /etc/mtab, which a minbase root
 # lacks (systemd's tmpfiles make it on a booted system)
-if [ "$(readlink "$trixie_root/etc/mtab" || true)" != ../proc/self/mounts ]; then
-  need_root "the Debian 13 root needs /etc/mtab"
-  ln -sfn ../proc/self/mounts "$trixie_root/etc/mtab"
+if [ "$(readlink "$release_root/etc/mtab" || true)" != ../proc/self/mounts ]; then
+  need_root "the Debian root needs /etc/mtab"
+  ln -sfn ../proc/self/mounts "$release_root/etc/mtab"
 fi
 want_conf="$(apt-config dump | grep -E '^Acquire::Check-(Valid-Until|Date) ' || true)
 APT::Install-Recommends \"false\";"
-if [ "$(cat "$trixie_root/etc/apt/apt.conf.d/99dcache" 2>/dev/null)" != "${want_conf#$'\n'}" ]; then
-  need_root "the Debian 13 root's apt settings need writing"
-  printf '%s\n' "${want_conf#$'\n'}" >"$trixie_root/etc/apt/apt.conf.d/99dcache"
+if [ "$(cat "$release_root/etc/apt/apt.conf.d/99dcache" 2>/dev/null)" != "${want_conf#$'\n'}" ]; then
+  need_root "the Debian root's apt settings need writing"
+  printf '%s\n' "${want_conf#$'\n'}" >"$release_root/etc/apt/apt.conf.d/99dcache"
 fi
 
-# 3. packages (again when the list changes)
-if [ "$(cat "$t65_dir/packages.done" 2>/dev/null)" != "${t65_packages[*]}" ] || [ ! -x "$trixie_root/usr/bin/ganesha.nfsd" ]; then
-  need_root "packages missing in the Debian 13 root"
-  echo "setup: installing into the Debian 13 root: ${t65_packages[*]}"
-  trixie_chroot -- sh -c 'apt-get update -qq && apt-get install -y -qq "$@"' sh "${t65_packages[@]}" \
-    >"$t65_dir/packages.log" 2>&1 \
-    || { echo "setup: apt-get in the Debian 13 root failed, see $t65_dir/packages.log" >&2; tail -n 5 "$t65_dir/packages.log" >&2; exit 1; }
-  trixie_chroot -- apt-get clean
-  echo "${t65_packages[*]}" >"$t65_dir/packages.done"
+# 3. packages (again when the list changes): the suite's, then Ganesha at
+# exactly the release's version (from the backports suite for 9.14)
+want_done="${root_packages[*]} ${ganesha_packages[*]} $release_debian_version"
+if [ "$(cat "$rel_dir/packages.done" 2>/dev/null)" != "$want_done" ] || [ ! -x "$release_root/usr/bin/ganesha.nfsd" ]; then
+  need_root "packages missing in the Debian root"
+  echo "setup: installing into the Debian root of Ganesha $release: ${root_packages[*]} ${ganesha_packages[*]}"
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  # (the suite's packages: one word-split argument)
+  release_chroot -- sh -c 'suite=$1 base=$2; shift 2
+    apt-get update -qq
+    apt-get install -y -qq $base
+    apt-get install -y -qq ${suite:+-t "$suite"} "$@"' \
+    sh "$release_install_suite" "${root_packages[*]}" "${ganesha_packages[@]}" \
+    >"$rel_dir/packages.log" 2>&1 \
+    || { echo "setup: apt-get in the Debian root failed, see $rel_dir/packages.log" >&2; tail -n 5 "$rel_dir/packages.log" >&2; exit 1; }
+  release_chroot -- apt-get clean
+  echo "$want_done" >"$rel_dir/packages.done"
 fi
-trixie_no_mounts
+release_no_mounts
 # shellcheck disable=SC2016  # a dpkg-query format
-have=$(dpkg-query --admindir="$trixie_root/var/lib/dpkg" -W -f='${Version}' nfs-ganesha)
-[ "$have" = "$t65_debian_version" ] || { echo "setup: the Debian 13 root has nfs-ganesha $have, not $t65_debian_version" >&2; exit 1; }
+have=$(dpkg-query --admindir="$release_root/var/lib/dpkg" -W -f='${Version}' nfs-ganesha)
+[ "$have" = "$release_debian_version" ] || { echo "setup: the Debian root has nfs-ganesha $have, not $release_debian_version" >&2; exit 1; }
 
-# 4. the 6.5-5 source package, as for 4.3: sha256 of the tarballs against
-# the .dsc, the orig tarball unpacked, then debian/ and Debian's patches
-# as Debian builds (src/CMakeLists.txt, a few .c files, FSAL_RGW's header:
-# nothing an FSAL over VFS includes)
-src65="$cache/nfs-ganesha-6.5"
-if [ ! -f "$src65/.verified" ]; then
-  dl="$cache/download-6.5"
+# 4. the source package, as for 4.3: sha256 of the tarballs, the orig
+# tarball unpacked, then Debian's patches as Debian builds where the archive
+# has them (src/CMakeLists.txt, a few .c files, FSAL_RGW's header: nothing
+# an FSAL over VFS includes).
+src_rel="$cache/nfs-ganesha-$release"
+if [ ! -f "$src_rel/.verified" ]; then
+  dl="$cache/download-$release"
   mkdir -p "$dl"
-  dsc="$dl/nfs-ganesha_$t65_debian_version.dsc"
-  tarball="$dl/nfs-ganesha_6.5.orig.tar.gz"
-  debtar="$dl/nfs-ganesha_$t65_debian_version.debian.tar.xz"
-  if [ ! -f "$dsc" ] || [ ! -f "$tarball" ] || [ ! -f "$debtar" ]; then
-    # shellcheck disable=SC2016  # expanded by the inner shell
-    trixie_chroot --bind "$dl" -- sh -c 'cd "$1" && apt-get source --download-only "nfs-ganesha=$2"' sh "$dl" "$t65_debian_version" \
-      >"$t65_dir/source.log" 2>&1 || true
+  tarball="$dl/nfs-ganesha_$release.orig.tar.gz"
+  dsc="$dl/nfs-ganesha_$release_debian_version.dsc"
+  debtar="$dl/nfs-ganesha_$release_debian_version.debian.tar.xz"
+  # apt-get source fails as a whole when the archive no longer serves a
+  # part (9.14-1~bpo13+1's .dsc and .debian.tar.xz): what arrived is checked
+  # below, against the .dsc where there is one, else against the root's
+  # Sources index, which apt verified with the archive's key.
+  # shellcheck disable=SC2016  # expanded by the inner shell
+  release_chroot --bind "$dl" -- sh -c 'cd "$1" && apt-get source --download-only "nfs-ganesha=$2"' sh "$dl" "$release_debian_version" \
+    >"$rel_dir/source.log" 2>&1 || true
+  [ -f "$tarball" ] || { echo "setup: could not download nfs-ganesha $release_debian_version source ($tarball), see $rel_dir/source.log" >&2; exit 1; }
+  if [ -f "$dsc" ]; then
+    checksums=$(awk '/^Checksums-Sha256:/{s=1;next} /^[^ ]/{s=0} s{print $3, $1}' "$dsc")
+    checked="its .dsc"
+  else
+    checksums=$(release_chroot -- apt-cache showsrc nfs-ganesha |
+      awk -v v="$release_debian_version" '/^Version:/{ours = ($2 == v)} /^Checksums-Sha256:/{s=1;next} /^[^ ]/{s=0} ours && s{print $3, $1}')
+    checked="the archive's Sources index (no .dsc served)"
   fi
-  for f in "$dsc" "$tarball" "$debtar"; do
-    [ -f "$f" ] || { echo "setup: could not download nfs-ganesha $t65_debian_version source ($f), see $t65_dir/source.log" >&2; exit 1; }
-  done
+  verified=()
   for f in "$tarball" "$debtar"; do
-    want=$(awk -v n="${f##*/}" '/^Checksums-Sha256:/{s=1;next} /^[^ ]/{s=0} s && $3==n{print $1}' "$dsc")
+    [ -f "$f" ] || continue
+    want=$(awk -v n="${f##*/}" '$1 == n {print $2}' <<<"$checksums")
     have=$(sha256sum "$f" | cut -d' ' -f1)
     if [ -z "$want" ] || [ "$want" != "$have" ]; then
-      echo "setup: checksum mismatch for $f: .dsc says '$want', file is '$have'" >&2
+      echo "setup: checksum mismatch for $f: $checked says '$want', file is '$have'" >&2
       exit 1
     fi
+    verified+=("${f##*/}")
   done
-  rm -rf "$src65" "$cache/ganesha-build-6.5"
+  echo "setup: nfs-ganesha $release_debian_version source verified against $checked: ${verified[*]}"
+  rm -rf "$src_rel" "$cache/ganesha-build-$release"
   tar -xzf "$tarball" -C "$cache"
-  [ -d "$src65/src" ] || { echo "setup: $tarball did not unpack to $src65" >&2; exit 1; }
-  tar -xJf "$debtar" -C "$src65"
-  while read -r p _; do
-    case $p in ''|'#'*) continue ;; esac
-    patch -d "$src65" -p1 -s -N <"$src65/debian/patches/$p" \
-      || { echo "setup: Debian's patch $p does not apply to $src65" >&2; exit 1; }
-  done <"$src65/debian/patches/series"
-  sha256sum "$tarball" | cut -d' ' -f1 >"$src65/.verified"
+  [ -d "$src_rel/src" ] || { echo "setup: $tarball did not unpack to $src_rel" >&2; exit 1; }
+  if [ -f "$debtar" ]; then
+    tar -xJf "$debtar" -C "$src_rel"
+    while read -r p _; do
+      case $p in ''|'#'*) continue ;; esac
+      patch -d "$src_rel" -p1 -s -N <"$src_rel/debian/patches/$p" \
+        || { echo "setup: Debian's patch $p does not apply to $src_rel" >&2; exit 1; }
+    done <"$src_rel/debian/patches/series"
+  fi
+  sha256sum "$tarball" | cut -d' ' -f1 >"$src_rel/.verified"
 fi
 
 # 5. config.h: Ganesha's tree configured inside the root with
-# override_dh_auto_configure's options from Debian 13's debian/rules (amd64)
-# and dh_auto_configure's own install paths, then OFF for what needs
+# override_dh_auto_configure's options from the release's debian/rules
+# (amd64) and dh_auto_configure's own install paths, then OFF for what needs
 # libraries the root does not have (Ceph, RGW, Gluster, RADOS, the Python
 # admin tools, man pages; asked for on the command line, Ganesha fails
 # rather than switch them off): none of them reaches a header an FSAL
 # includes, and none adds a field to a structure the adapter sees.
-cfg65="$cache/ganesha-build-6.5"
-if [ ! -f "$cfg65/include/config.h" ]; then
-  mkdir -p "$cfg65"
-  opts=(
-    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc -DCMAKE_INSTALL_LOCALSTATEDIR=/var
-    -DCMAKE_INSTALL_RUNSTATEDIR=/run -DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu
-    -DWITH_PYTHON3=3 -DBUILD_CONFIG=debian -DLIB_INSTALL_DIR="$trixie_lib_dir"
-    -DFSAL_DESTINATION="$trixie_fsal_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-    -DUSE_FSAL_NULL=YES -DUSE_FSAL_MEM=YES -DUSE_FSAL_XFS=NO -DUSE_FSAL_LUSTRE=NO
-    -DUSE_FSAL_CEPH=YES -DUSE_FSAL_RGW=YES -DUSE_FSAL_GPFS=YES -DUSE_FSAL_KVSFS=NO
-    -DUSE_FSAL_GLUSTER=YES -DUSE_SYSTEM_NTIRPC=YES -DUSE_9P_RDMA=NO -DUSE_LTTNG=NO
-    -DUSE_ADMIN_TOOLS=YES -DUSE_RADOS_RECOV=YES -DRADOS_URLS=YES -DUSE_GUI_ADMIN_TOOLS=YES
-    -DUSE_FSAL_VFS=ON -DENABLE_VFS_POSIX_ACL=ON -DUSE_FSAL_PROXY_V4=ON -DUSE_FSAL_PROXY_V3=OFF
-    -DUSE_DBUS=ON -DUSE_9P=ON -DDISTNAME_HAS_GIT_DATA=OFF -DUSE_MAN_PAGE=YES
-    -D_MSPAC_SUPPORT=YES -DSANITIZE_ADDRESS=NO
-    # not in the root
-    -DUSE_FSAL_CEPH=NO -DUSE_FSAL_RGW=NO -DUSE_FSAL_GLUSTER=NO -DUSE_RADOS_RECOV=NO -DRADOS_URLS=NO
-    -DUSE_ADMIN_TOOLS=NO -DUSE_GUI_ADMIN_TOOLS=NO -DUSE_MAN_PAGE=NO
-  )
-  trixie_chroot --bind "$cache" -- cmake -S "$src65/src" -B "$cfg65" -Wno-dev "${opts[@]}" \
-    >"$cache/ganesha-configure-6.5.log" 2>&1 \
-    || { echo "setup: configuring Ganesha 6.5's tree in the root failed, see $cache/ganesha-configure-6.5.log" >&2; exit 1; }
+cfg_rel="$cache/ganesha-build-$release"
+opts=(
+  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc -DCMAKE_INSTALL_LOCALSTATEDIR=/var
+  -DCMAKE_INSTALL_RUNSTATEDIR=/run -DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu
+  -DWITH_PYTHON3=3 -DBUILD_CONFIG=debian -DLIB_INSTALL_DIR="$release_lib_dir"
+  -DFSAL_DESTINATION="$release_fsal_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  -DUSE_FSAL_NULL=YES -DUSE_FSAL_MEM=YES -DUSE_FSAL_XFS=NO -DUSE_FSAL_LUSTRE=NO
+  -DUSE_FSAL_GPFS=YES -DUSE_FSAL_KVSFS=NO
+  -DUSE_SYSTEM_NTIRPC=YES -DUSE_9P_RDMA=NO -DUSE_LTTNG=NO
+  -DUSE_FSAL_VFS=ON -DENABLE_VFS_POSIX_ACL=ON -DUSE_FSAL_PROXY_V4=ON -DUSE_FSAL_PROXY_V3=OFF
+  -DUSE_DBUS=ON -DUSE_9P=ON -DDISTNAME_HAS_GIT_DATA=OFF
+  -D_MSPAC_SUPPORT=YES -DSANITIZE_ADDRESS=NO
+  # not in the root
+  -DUSE_FSAL_CEPH=NO -DUSE_FSAL_RGW=NO -DUSE_FSAL_GLUSTER=NO -DUSE_RADOS_RECOV=NO -DRADOS_URLS=NO
+  -DUSE_ADMIN_TOOLS=NO -DUSE_GUI_ADMIN_TOOLS=NO -DUSE_MAN_PAGE=NO
+)
+# What Debian's binaries were built with (docs/ganesha-releases.md): these
+# on, and RDMA, VSOCK, SAL debugging, LTTng (and for 6.5 monitoring) off.
+wanted=(_USE_9P _USE_NFS3 _USE_NLM _USE_RQUOTA USE_NFSACL3 _HAVE_GSSAPI USE_DBUS _MSPAC_SUPPORT
+        USE_NFSIDMAP USE_CAPS USE_BLKID ENABLE_VFS_POSIX_ACL RPCBIND)
+unwanted=(_USE_NFS_RDMA _USE_9P_RDMA DEBUG_SAL USE_LTTNG)
+case $release in
+  6.5) unwanted+=(USE_MONITORING) ;;
+  # 9.14's debian/rules adds -DUSE_MONITORING=YES; QoS stays off (it would
+  # change struct gsh_export, which the adapter reads)
+  9.14) opts+=(-DUSE_MONITORING=YES); wanted+=(USE_MONITORING); unwanted+=(ENABLE_QOS) ;;
+esac
+if [ ! -f "$cfg_rel/include/config.h" ]; then
+  mkdir -p "$cfg_rel"
+  release_chroot --bind "$cache" -- cmake -S "$src_rel/src" -B "$cfg_rel" -Wno-dev "${opts[@]}" \
+    >"$cache/ganesha-configure-$release.log" 2>&1 \
+    || { echo "setup: configuring Ganesha $release's tree in the root failed, see $cache/ganesha-configure-$release.log" >&2; exit 1; }
 fi
-trixie_no_mounts
-# What Debian 13's binaries were built with (docs/ganesha-6.5.md, sections
-# 14-15): these on, and RDMA, VSOCK, monitoring, SAL debugging, LTTng off.
-for want in _USE_9P _USE_NFS3 _USE_NLM _USE_RQUOTA USE_NFSACL3 _HAVE_GSSAPI USE_DBUS _MSPAC_SUPPORT \
-            USE_NFSIDMAP USE_CAPS USE_BLKID ENABLE_VFS_POSIX_ACL RPCBIND; do
-  grep -q "^#define $want" "$cfg65/include/config.h" || { echo "setup: $want missing from the 6.5 config.h; Debian 13's ABI would not match" >&2; exit 1; }
+release_no_mounts
+for want in "${wanted[@]}"; do
+  grep -q "^#define $want" "$cfg_rel/include/config.h" || { echo "setup: $want missing from the $release config.h; Debian's ABI would not match" >&2; exit 1; }
 done
-for unwanted in _USE_NFS_RDMA _USE_9P_RDMA USE_MONITORING DEBUG_SAL USE_LTTNG; do
-  ! grep -q "^#define $unwanted" "$cfg65/include/config.h" || { echo "setup: $unwanted defined in the 6.5 config.h; Debian 13's binaries are built without it" >&2; exit 1; }
+for unwanted in "${unwanted[@]}"; do
+  ! grep -q "^#define $unwanted" "$cfg_rel/include/config.h" || { echo "setup: $unwanted defined in the $release config.h; Debian's binaries are built without it" >&2; exit 1; }
 done
 # VSOCK is no config.h define but -DRPC_VSOCK on Ganesha's command line
 # (which FindGanesha does not pass): off, as in Debian's build
-grep -q '^USE_VSOCK:BOOL=OFF$' "$cfg65/CMakeCache.txt" \
-  || { echo "setup: the 6.5 tree was configured with USE_VSOCK; Debian 13's binaries are built without it" >&2; exit 1; }
-grep -q '^#define GANESHA_VERSION "6.5"' "$cfg65/include/config.h" \
-  || { echo "setup: $cfg65/include/config.h is not for Ganesha 6.5" >&2; exit 1; }
-echo "setup: ready for 6.5 in $((SECONDS - t65_started))s (root $trixie_root, Ganesha tree $src65, config.h $cfg65/include/config.h)"
+grep -q '^USE_VSOCK:BOOL=OFF$' "$cfg_rel/CMakeCache.txt" \
+  || { echo "setup: the $release tree was configured with USE_VSOCK; Debian's binaries are built without it" >&2; exit 1; }
+grep -q "^#define GANESHA_VERSION \"$release\"" "$cfg_rel/include/config.h" \
+  || { echo "setup: $cfg_rel/include/config.h is not for Ganesha $release" >&2; exit 1; }
+echo "setup: ready for $release in $((SECONDS - started))s (root $release_root, Ganesha tree $src_rel, config.h $cfg_rel/include/config.h)"

@@ -8,12 +8,13 @@
 #   Ganesha_BUILD_DIR    a configured build tree holding include/config.h
 #   Ganesha_LIBRARY_DIR  where libganesha_nfsd.so.<version> lives
 #   Ganesha_VERSION      the major.minor to link against: 4.3 (Debian 12's,
-#                        the default) or 6.5 (Debian 13's, configured and
-#                        built inside the trixie root: ci/setup.sh --ganesha 6.5,
-#                        ci/build.sh --ganesha 6.5)
+#                        the default), 6.5 (Debian 13's) or 9.14 (Debian 13
+#                        backports'), the last two configured and built
+#                        inside their Debian root (ci/release.sh:
+#                        ci/setup.sh --ganesha X, ci/build.sh --ganesha X)
 #
-# Both versions put libganesha_nfsd.so.<version> in /usr/lib/ganesha and the
-# FSAL modules in /usr/lib/<multiarch>/ganesha (for 6.5, those of the root).
+# Every release puts libganesha_nfsd.so.<version> in /usr/lib/ganesha and the
+# FSAL modules in /usr/lib/<multiarch>/ganesha (those of its root).
 #
 # Defines the imported target Ganesha::nfsd: the headers (as SYSTEM, with
 # ntirpc's), the definitions they need, and the library.
@@ -38,17 +39,23 @@ find_library(Ganesha_LIBRARY NAMES "libganesha_nfsd.so.${Ganesha_VERSION}" PATHS
 find_package(PkgConfig QUIET)
 find_path(Ganesha_NTIRPC_DIR rpc/xdr.h PATH_SUFFIXES ntirpc)
 
-# Ganesha X.Y builds against ntirpc X.*: 6.5's headers with Debian 12's
-# ntirpc 4.3 (a 6.5 build on the host, outside the root) would not fit.
+# Each Ganesha release builds against the ntirpc its Debian suite ships
+# (4.3 and 6.5 against the same major, 9.14 against 7.2): 6.5's headers with
+# Debian 12's ntirpc 4.3 (a 6.5 build on the host, outside its root) would
+# not fit.
+set(_ntirpc_major_of_4.3 4)
+set(_ntirpc_major_of_6.5 6)
+set(_ntirpc_major_of_9.14 7)
 unset(Ganesha_NTIRPC_FITS)
-if(Ganesha_NTIRPC_DIR AND EXISTS "${Ganesha_NTIRPC_DIR}/version.h")
+if(NOT DEFINED _ntirpc_major_of_${Ganesha_VERSION})
+  message(STATUS "Ganesha ${Ganesha_VERSION}: DCACHE builds for 4.3, 6.5 and 9.14 (ci/release.sh)")
+elseif(Ganesha_NTIRPC_DIR AND EXISTS "${Ganesha_NTIRPC_DIR}/version.h")
   file(STRINGS "${Ganesha_NTIRPC_DIR}/version.h" _ntirpc_major REGEX "^#define NTIRPC_VERSION_MAJOR ")
   string(REGEX REPLACE ".* ([0-9]+).*" "\\1" _ntirpc_major "${_ntirpc_major}")
-  string(REGEX REPLACE "\\..*" "" _ganesha_major "${Ganesha_VERSION}")
-  if(_ntirpc_major STREQUAL _ganesha_major)
+  if(_ntirpc_major STREQUAL _ntirpc_major_of_${Ganesha_VERSION})
     set(Ganesha_NTIRPC_FITS TRUE)
   else()
-    message(STATUS "Ganesha ${Ganesha_VERSION} needs ntirpc ${_ganesha_major}.x, ${Ganesha_NTIRPC_DIR} is ${_ntirpc_major}.x")
+    message(STATUS "Ganesha ${Ganesha_VERSION} needs ntirpc ${_ntirpc_major_of_${Ganesha_VERSION}}.x, ${Ganesha_NTIRPC_DIR} is ${_ntirpc_major}.x")
   endif()
 endif()
 

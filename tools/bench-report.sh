@@ -5,12 +5,12 @@
 #
 #   tools/bench-report.sh [--quick] [--out DIR] [--size BYTES] [--runtime SEC]
 #                         [--repeats N] [--variants a,b,...] [--workloads a,b,...]
-#                         [--memcg-limit BYTES] [--perf] [--ganesha 4.3|6.5]
+#                         [--memcg-limit BYTES] [--perf] [--ganesha X]
 #
-# --ganesha 6.5 (or DCACHE_GANESHA=6.5, as for ci/build.sh): the server is
-# Debian 13's ganesha.nfsd 6.5, chrooted in the trixie root
-# (DCACHE_E2E_GANESHA=6.5 to the harness), with the module from build-6.5/
-# (ci/build.sh --ganesha 6.5 when missing); the default is Debian 12's 4.3.
+# --ganesha X (or DCACHE_GANESHA=X, as for ci/build.sh; ci/release.sh): the
+# server is that release's ganesha.nfsd (6.5, 9.14: chrooted in its Debian
+# root, DCACHE_GANESHA to the harness), with the module from build-X/
+# (ci/build.sh --ganesha X when missing); the default is Debian 12's 4.3.
 # machine.txt and results.json ("ganesha") say which.
 #
 # Workloads (each repeated, medians reported):
@@ -90,6 +90,8 @@ server_workloads=(memory overload)
 
 orig_args=("$@")
 quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" perf=0 inner=0 own_server=0
+# shellcheck source=../ci/release.sh
+. "$top/ci/release.sh"
 ganesha=${DCACHE_GANESHA:-4.3}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -126,14 +128,14 @@ IFS=, read -r -a wlist <<<"$workloads"
 for v in "${vlist[@]}"; do [[ " ${all_variants[*]} " == *" $v "* ]] || die "unknown variant '$v' (known: ${all_variants[*]})"; done
 for w in "${wlist[@]}"; do [[ " ${all_workloads[*]} " == *" $w "* ]] || die "unknown workload '$w' (known: ${all_workloads[*]})"; done
 
-case $ganesha in 4.3|6.5) ;; *) die "--ganesha $ganesha: must be 4.3 or 6.5" ;; esac
+release_select "$ganesha" || exit 2
 
 build=${DCACHE_BUILD_DIR:-$top/build}
 bench=$build/tools/dcache-bench
 plugin=$build/fsal_dcache/adapter/libfsaldcache.so
-# 6.5: the client tool is still the host's build, the module the root's
-build65=${DCACHE_BUILD_DIR_6_5:-$top/build-6.5}
-[ "$ganesha" = 4.3 ] || plugin=$build65/fsal_dcache/adapter/libfsaldcache.so
+# another release: the client tool is still the host's build, the module
+# the release's
+[ -z "$release_root" ] || plugin=$release_plugin
 
 # ------------------------------------------------------------ outer part --
 if [ "$inner" = 0 ]; then
@@ -143,13 +145,13 @@ if [ "$inner" = 0 ]; then
     DCACHE_BUILD_DIR=$build "$top/ci/build.sh" >&2
   fi
   if [ ! -f "$plugin" ]; then
-    echo "$prog: building the 6.5 module into $build65 (ci/build.sh --ganesha 6.5)" >&2
-    DCACHE_BUILD_DIR=$build65 "$top/ci/build.sh" --ganesha 6.5 >&2
+    echo "$prog: building the $release module (ci/build.sh --ganesha $release)" >&2
+    "$top/ci/build.sh" --ganesha "$release" >&2
   fi
   if [ "$ganesha" = 4.3 ]; then
     ganesha_desc="4.3 (Debian 12's nfs-ganesha $(dpkg-query -W -f='${Version}' nfs-ganesha 2>/dev/null || echo '?'), the host's ganesha.nfsd)"
   else
-    ganesha_desc="6.5 (Debian 13's nfs-ganesha $(dpkg-query --admindir="$top/.cache/trixie/root/var/lib/dpkg" -W -f='${Version}' nfs-ganesha 2>/dev/null || echo '?'), ganesha.nfsd chrooted in .cache/trixie/root)"
+    ganesha_desc="$release (Debian ${release_install_suite:-$release_suite}'s nfs-ganesha $(dpkg-query --admindir="$release_root/var/lib/dpkg" -W -f='${Version}' nfs-ganesha 2>/dev/null || echo '?'), ganesha.nfsd chrooted in ${release_root#"$top"/})"
   fi
   command -v python3 >/dev/null || die "python3 is needed for the report"
   [ -n "$out" ] || out=$build/bench-report-$(date +%Y%m%d-%H%M%S)
@@ -210,9 +212,7 @@ if [ "$inner" = 0 ]; then
     echo "disk: $(lsblk -ndo NAME,SIZE,ROTA,MODEL "$(findmnt -no SOURCE --target "${TMPDIR:-/tmp}" | sed 's/[0-9]*$//')" 2>/dev/null | tr -s ' ' || echo unknown) (image on ${TMPDIR:-/tmp}, loop --direct-io=on, XFS)"
     echo "size: $size ($size_b bytes per variant), runtime: ${runtime}s, repeats: $repeats"
   } >"$out/machine.txt"
-  # DCACHE_PLUGIN_6_5 would take DCACHE_PLUGIN's place in the harness
-  unset DCACHE_PLUGIN_6_5
-  export DCACHE_E2E_GANESHA=$ganesha DCACHE_PLUGIN=$plugin DCACHE_E2E_IMAGE_SIZE=$image DCACHE_E2E_LOG_LEVEL=${DCACHE_E2E_LOG_LEVEL:-EVENT}
+  export DCACHE_GANESHA=$release DCACHE_PLUGIN=$plugin DCACHE_E2E_IMAGE_SIZE=$image DCACHE_E2E_LOG_LEVEL=${DCACHE_E2E_LOG_LEVEL:-EVENT}
   start=$SECONDS
   rc=0
   perf_arg=()

@@ -26,37 +26,12 @@
 _Static_assert(sizeof(struct config_node) == 88, "config_node size");
 #define DCACHE_CONFIG_NODE_AT(member, offset)                            \
 	_Static_assert(offsetof(struct config_node, member) == (offset), \
-		       "config_node." #member)
-DCACHE_CONFIG_NODE_AT(filename, 32);
-DCACHE_CONFIG_NODE_AT(linenumber, 40);
-DCACHE_CONFIG_NODE_AT(type, 48);
-#if DCACHE_GANESHA_6
-/*
- * Debian 13's libganesha_nfsd.so.6.5: every node has its parent at +0x38,
- * before the union (load_config_from_node tests the type at +0x30 and reads
- * the block name at +0x40).
- */
-#define DCACHE_NODE_PARENT(node) ((node)->parent)
-DCACHE_CONFIG_NODE_AT(parent, 56);
-DCACHE_CONFIG_NODE_AT(u.term.type, 64);
-DCACHE_CONFIG_NODE_AT(u.term.op_code, 72);
-DCACHE_CONFIG_NODE_AT(u.term.varvalue, 80);
-DCACHE_CONFIG_NODE_AT(u.nterm.name, 64);
-DCACHE_CONFIG_NODE_AT(u.nterm.sub_nodes, 72);
-#else
-/*
- * Debian 12's libganesha_nfsd.so.4.3 (config_GetBlockNode reads the name
- * at +0x38 through the blocks list at +0x10; load_config_from_node tests
- * the type at +0x30 against TYPE_BLOCK = 2); only blocks have a parent.
- */
-#define DCACHE_NODE_PARENT(node) ((node)->u.nterm.parent)
-DCACHE_CONFIG_NODE_AT(u.term.type, 56);
-DCACHE_CONFIG_NODE_AT(u.term.op_code, 64);
-DCACHE_CONFIG_NODE_AT(u.term.varvalue, 72);
-DCACHE_CONFIG_NODE_AT(u.nterm.name, 56);
-DCACHE_CONFIG_NODE_AT(u.nterm.parent, 64);
-DCACHE_CONFIG_NODE_AT(u.nterm.sub_nodes, 72);
-#endif
+		       "config_node." #member);
+DCACHE_CONFIG_NODE_AT(filename, 32)
+DCACHE_CONFIG_NODE_AT(linenumber, 40)
+DCACHE_CONFIG_NODE_AT(type, 48)
+/* The parse tree's layout on this release (compat/X/dcache_compat.h). */
+DCACHE_CONFIG_NODE_LAYOUT(DCACHE_CONFIG_NODE_AT)
 _Static_assert(TYPE_ROOT == 1 && TYPE_BLOCK == 2 && TYPE_STMT == 3 &&
 		       TYPE_TERM == 4,
 	       "node types");

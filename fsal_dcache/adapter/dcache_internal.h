@@ -23,41 +23,16 @@
 #include <dcache/core.h>
 
 /*
- * The Ganesha versions the adapter builds for, told apart by FSAL API
- * (Ganesha refuses a module of another major version):
- *   11  Ganesha 4.3, Debian 12
- *   13  Ganesha 6.5, Debian 13
- * What differs between them is spelled once, here (docs/ganesha-6.5.md
- * has the why, with file:line in both trees); the ABI each build must
- * match is asserted in abi.h.
+ * The Ganesha releases the adapter builds for (ci/release.sh): 4.3 (FSAL API
+ * 11, Debian 12), 6.5 (API 13, Debian 13) and 9.14 (API 14, Debian 13
+ * backports).  Every difference between them the adapter meets is one knob
+ * of compat/<release>/dcache_compat.h, the directory the build picks by
+ * Ganesha_VERSION; the ABI each build must match is asserted in
+ * compat/<release>/dcache_abi.h (through abi.h).
  */
-#if FSAL_MAJOR_VERSION == 11
-#define DCACHE_GANESHA_6 0
-#elif FSAL_MAJOR_VERSION == 13
-#define DCACHE_GANESHA_6 1
-#else
-#error "DCACHE builds for Ganesha 4.3 (FSAL API 11) or 6.5 (FSAL API 13)"
-#endif
-
-#if DCACHE_GANESHA_6
-/* 6.x: handles go on the FSAL's list for its destroyer (as FSAL_NULL). */
-#define DCACHE_HANDLE_INIT(obj, exp, type) \
-	fsal_obj_handle_init(obj, exp, type, true)
-#define DCACHE_HANDLE_FINI(obj) fsal_obj_handle_fini(obj, true)
-/* 6.x: the lock of struct fsal_module was renamed. */
-#define DCACHE_FSAL_LOCK(fsal) ((fsal)->fsm_lock)
-/* 6.x: the ops that change a directory report its attributes before and
- * after (both optional): extra parameters, passed through. */
-#define DCACHE_DIR_ATTRS_PARAMS(dir)                 \
-	, struct fsal_attrlist *dir##_pre_attrs_out, \
-		struct fsal_attrlist *dir##_post_attrs_out
-#define DCACHE_DIR_ATTRS_ARGS(dir) , dir##_pre_attrs_out, dir##_post_attrs_out
-#else
-#define DCACHE_HANDLE_INIT(obj, exp, type) fsal_obj_handle_init(obj, exp, type)
-#define DCACHE_HANDLE_FINI(obj) fsal_obj_handle_fini(obj)
-#define DCACHE_FSAL_LOCK(fsal) ((fsal)->lock)
-#define DCACHE_DIR_ATTRS_PARAMS(dir)
-#define DCACHE_DIR_ATTRS_ARGS(dir)
+#include "dcache_compat.h"
+#if FSAL_MAJOR_VERSION != DCACHE_FSAL_API_MAJOR
+#error "compat/ of another Ganesha release than the headers: check Ganesha_VERSION"
 #endif
 
 /* The module name as written in EXPORT { FSAL { Name = DCACHE; } }. */

@@ -271,7 +271,12 @@ DCACHE_EXPORT_FORWARD(struct state_t *, alloc_state,
 		      (struct fsal_export *exp_hdl, enum state_type state_type,
 		       struct state_t *related_state),
 		      state_type, related_state)
-#if DCACHE_GANESHA_6
+#if DCACHE_STATE_FREED_BY_EXPORT
+/* 4.3 frees a state through its export (6.x on: through the state itself). */
+DCACHE_EXPORT_FORWARD(void, free_state,
+		      (struct fsal_export *exp_hdl, struct state_t *state),
+		      state)
+#else
 /* 6.x's descriptor LRU asks the export an fd carries for the fd's object;
  * VFS's fds carry VFS's export (its handles and states are made under
  * DCACHE_SUB_SCOPE), so this is a safety net, and it has no default. */
@@ -279,11 +284,11 @@ DCACHE_EXPORT_FORWARD(void, get_fsal_obj_hdl,
 		      (struct fsal_export *exp_hdl, struct fsal_fd *fd,
 		       struct fsal_obj_handle **handle),
 		      fd, handle)
-#else
-/* 4.3 frees a state through its export (6.x: through the state itself). */
-DCACHE_EXPORT_FORWARD(void, free_state,
-		      (struct fsal_export *exp_hdl, struct state_t *state),
-		      state)
+#endif
+#if DCACHE_HAS_FS_READDIR_MODE
+/* Its default reads the DCACHE module's fs_info: VFS's answer instead. */
+DCACHE_EXPORT_FORWARD(enum fsal_readdir_mode, fs_readdir_mode,
+		      (struct fsal_export *exp_hdl))
 #endif
 DCACHE_EXPORT_FORWARD(bool, is_superuser,
 		      (struct fsal_export *exp_hdl,
@@ -315,10 +320,13 @@ void dcache_export_ops_init(struct export_ops *ops)
 	ops->get_quota = dcache_get_quota;
 	ops->set_quota = dcache_set_quota;
 	ops->alloc_state = dcache_alloc_state;
-#if DCACHE_GANESHA_6
-	ops->get_fsal_obj_hdl = dcache_get_fsal_obj_hdl;
-#else
+#if DCACHE_STATE_FREED_BY_EXPORT
 	ops->free_state = dcache_free_state;
+#else
+	ops->get_fsal_obj_hdl = dcache_get_fsal_obj_hdl;
+#endif
+#if DCACHE_HAS_FS_READDIR_MODE
+	ops->fs_readdir_mode = dcache_fs_readdir_mode;
 #endif
 	ops->is_superuser = dcache_is_superuser;
 }

@@ -25,10 +25,10 @@
 
 /* ---- VFS's descriptor ----------------------------------------------------- */
 
-#if DCACHE_GANESHA_6
+#if DCACHE_HAS_START_IO
 
 /*
- * 6.x: descriptors are generic (struct fsal_fd inside VFS's struct vfs_fd)
+ * 6.x and later: descriptors are generic (struct fsal_fd inside VFS's struct vfs_fd)
  * and I/O on one is bracketed by fsal_start_io/fsal_complete_io, exported
  * by Ganesha's core, which count the I/O instead of holding locks; VFS's
  * own read2/write2 call them exactly so (FSAL/FSAL_VFS/file.c).  Only VFS's
@@ -218,7 +218,7 @@ static void reply(const struct dcache_pending *p, struct dcache_io_result r)
 		p->arg->io_amount = r.bytes;
 		p->arg->end_of_file = r.eof;
 	}
-#if DCACHE_GANESHA_6
+#if DCACHE_HAS_FSAL_RESUME
 	/* Non-zero asks the caller to call read2/write2 again; 9P never
 	 * clears it (docs/ganesha-6.5.md). */
 	p->arg->fsal_resume = FSAL_NORESUME;
@@ -316,7 +316,7 @@ static void start_io(struct fsal_obj_handle *obj, bool bypass,
 refused: /* before the core saw the request */
 	vfs_return_fd(&b);
 	gsh_free(p);
-#if DCACHE_GANESHA_6
+#if DCACHE_HAS_FSAL_RESUME
 	arg->fsal_resume = FSAL_NORESUME;
 #endif
 	done_cb(obj, status, arg, caller_arg);
@@ -330,7 +330,7 @@ void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
 	 * 6.5 does, but builds its reply from a copy the FSAL never sees, so
 	 * the only right answer is VFS's: not supported, at once. */
 	if (arg->info != NULL) {
-#if DCACHE_GANESHA_6
+#if DCACHE_HAS_FSAL_RESUME
 		arg->fsal_resume = FSAL_NORESUME;
 #endif
 		done_cb(obj, fsalstat(ERR_FSAL_NOTSUPP, 0), arg, caller_arg);

@@ -238,7 +238,7 @@ static fsal_status_t dcache_setattr2(struct fsal_obj_handle *obj, bool bypass,
 	}
 
 DCACHE_FORWARD(fsal_status_t, readlink,
-	       (struct fsal_obj_handle *obj, struct gsh_buffdesc *link_content,
+	       (struct fsal_obj_handle *obj, DCACHE_READLINK_BUF *link_content,
 		bool refresh),
 	       link_content, refresh)
 DCACHE_FORWARD(fsal_status_t, getattrs,

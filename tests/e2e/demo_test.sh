@@ -26,12 +26,10 @@ shift
 demo=$1
 export DCACHE_BUILD_DIR=${2:-}
 [ -n "$DCACHE_BUILD_DIR" ] || unset DCACHE_BUILD_DIR
-# The suite's Ganesha (DCACHE_E2E_GANESHA=6.5 in CI's second pass) is the
-# demo's own switch; its module is then build-6.5's, not the build dir given.
-if [ "${DCACHE_E2E_GANESHA:-4.3}" = 6.5 ]; then
-  export DCACHE_GANESHA=6.5
-  unset DCACHE_BUILD_DIR
-fi
+# The suite's Ganesha (DCACHE_GANESHA, ci/release.sh) is the demo's own
+# switch; for a release other than 4.3 its module is that release's build,
+# not the build dir given.
+[ "${DCACHE_GANESHA:-4.3}" = 4.3 ] || unset DCACHE_BUILD_DIR
 state=$(mktemp -d /tmp/dcache-demo-test.XXXXXX)
 trap 'rm -rf "$state"' EXIT
 export DCACHE_DEMO_IMAGE_SIZE=1G

@@ -13,6 +13,10 @@
 set -euo pipefail
 prog=${0##*/}
 here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../../.." && pwd)
+# shellcheck source=../../../ci/release.sh
+. "$top/ci/release.sh"
+release_select "${DCACHE_GANESHA:-}" || exit 2
 [ "${1:-}" = -- ] && shift
 [ $# -gt 0 ] || { echo "usage: $prog -- COMMAND [ARGS...]" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "$prog: must run as root (mounts)" >&2; exit 2; }
@@ -33,10 +37,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Ganesha 6.5 never exports a tmpfs (populate_posix_file_systems skips the
-# type): its tmpfs cases are skipped, saying why.
-if [ "${DCACHE_E2E_GANESHA:-4.3}" = 6.5 ]; then
-  export DCACHE_TMPFS_WHY="Ganesha 6.5 does not export tmpfs (FSAL/localfs.c skips tmpfs mounts)"
+# Ganesha 6.x and later never export a tmpfs (populate_posix_file_systems
+# skips the type): their tmpfs cases are skipped, saying why.
+if [ -n "$release_tmpfs_refused" ]; then
+  export DCACHE_TMPFS_WHY=$release_tmpfs_refused
   echo "$prog: $DCACHE_TMPFS_WHY: the tmpfs exports are left out" >&2
   exec "$here/../with_server.sh" --exports "$here/modes_exports.conf" -- "$@"
 fi

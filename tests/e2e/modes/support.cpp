@@ -10,8 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 extern "C" {
 #include <nfsc/libnfs.h>
@@ -24,46 +25,34 @@ namespace dcache::e2e::modes {
 // ---- fsal_stats ------------------------------------------------------------------
 
 std::size_t fsal_stats::parse(const std::string& text) {
-  // The reply lists, per entry, `string "export_<id>.<name>"` followed by
-  // `uint64 <count>` and three doubles (times); everything else is framing.
+  // dcache-stats --json: {"<export id>": {"<counter>": count, "<op>":
+  // [count, avg_ms, min_ms, max_ms], ...}, ...}; the service times are
+  // left out.
   _values.clear();
-  std::istringstream in(text);
-  std::string line, pending;
-  while (std::getline(in, line)) {
-    const auto first = line.find_first_not_of(" \t");
-    if (first == std::string::npos) continue;
-    const std::string t = line.substr(first);
-    if (t.rfind("string \"export_", 0) == 0) {
-      const auto end = t.rfind('"');
-      pending = end > 8 ? t.substr(8, end - 8) : std::string{};
-      continue;
-    }
-    if (!pending.empty() && t.rfind("uint64 ", 0) == 0) {
-      _values[pending] = std::strtoull(t.c_str() + 7, nullptr, 10);
-      pending.clear();
-      continue;
-    }
-    pending.clear();
+  const auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object()) return 0;
+  for (const auto& [export_id, counters] : doc.items()) {
+    if (!counters.is_object()) continue;
+    for (const auto& [name, value] : counters.items())
+      if (value.is_number_unsigned())
+        _values["export_" + export_id + "." + name] = value.get<std::uint64_t>();
   }
   return _values.size();
 }
 
 namespace {
 
-// Runs one dbus-send call to Ganesha's ExportMgr; text gets its output.
-int ganesha_dbus(const char* method_and_args, std::string& text, std::string& why) {
+// Runs tools/dcache-stats (the one reader of the plugin's counters) with
+// args; text gets what it printed.
+int dcache_stats(const char* args, std::string& text, std::string& why) {
   if (env_or_empty("DBUS_SYSTEM_BUS_ADDRESS").empty()) {
     why = "DBUS_SYSTEM_BUS_ADDRESS is not set (run under with_server.sh)";
     return -EINVAL;
   }
-  const std::string cmd =
-      std::string(
-          "dbus-send --system --print-reply --reply-timeout=10000 --dest=org.ganesha.nfsd "
-          "/org/ganesha/nfsd/ExportMgr org.ganesha.nfsd.exportstats.") +
-      method_and_args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
+  const std::string cmd = std::string(DCACHE_STATS_TOOL) + " " + args;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
   if (p == nullptr) {
-    why = std::string("popen(dbus-send): ") + std::strerror(errno);
+    why = "popen(" + cmd + "): " + std::strerror(errno);
     return -errno;
   }
   char buf[4096];
@@ -71,8 +60,7 @@ int ganesha_dbus(const char* method_and_args, std::string& text, std::string& wh
   while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
   const int rc = ::pclose(p);
   if (rc != 0) {
-    why = std::string("dbus-send ") + method_and_args + " failed (status " + std::to_string(rc) +
-          "): " + text.substr(0, 400);
+    why = cmd + " failed (status " + std::to_string(rc) + "): " + text.substr(0, 400);
     return -EIO;
   }
   return 0;
@@ -82,14 +70,14 @@ int ganesha_dbus(const char* method_and_args, std::string& text, std::string& wh
 
 int fsal_stats::reset(std::string& why) {
   std::string text;
-  return ganesha_dbus("ResetStats", text, why);
+  return dcache_stats("--json --reset", text, why);
 }
 
 int fsal_stats::load(std::string& why) {
   std::string text;
-  if (const int rc = ganesha_dbus("GetFSALStats string:DCACHE", text, why); rc != 0) return rc;
-  if (text.find("string \"DCACHE\"") == std::string::npos) {
-    why = "GetFSALStats reply does not name DCACHE: " + text.substr(0, 400);
+  if (const int rc = dcache_stats("--json", text, why); rc != 0) return rc;
+  if (!nlohmann::json::accept(text)) {
+    why = "dcache-stats --json printed no JSON: " + text.substr(0, 400);
     return -EPROTO;
   }
   parse(text);

@@ -22,11 +22,12 @@ namespace dcache::e2e::modes {
 
 // ---- the plugin's counters over DBus ----------------------------------------
 
-// "export_<id>.<counter>" -> value, as GetFSALStats(DCACHE) returns them.
-// The plugin leaves zero counters out, so a missing name means 0.
+// "export_<id>.<counter>" -> value, as tools/dcache-stats --json prints them
+// (the one reader of GetFSALStats). The plugin leaves zero counters out, so
+// a missing name means 0.
 class fsal_stats {
  public:
-  // Runs dbus-send on the system bus named by DBUS_SYSTEM_BUS_ADDRESS.
+  // Runs dcache-stats on the system bus named by DBUS_SYSTEM_BUS_ADDRESS.
   // Returns 0, or -errno with the reason in why.
   [[nodiscard]] int load(std::string& why);
   // Zeroes every export's counters (Ganesha's ResetStats). The tests reset
@@ -36,8 +37,8 @@ class fsal_stats {
   [[nodiscard]] std::uint64_t get(int export_id, const std::string& counter) const;
   [[nodiscard]] const std::map<std::string, std::uint64_t>& all() const { return _values; }
 
-  // Parses dbus-send --print-reply output (exposed for the parser's own
-  // check); returns the number of entries found.
+  // Parses dcache-stats --json output (exposed for the parser's own
+  // check); returns the number of counters found.
   std::size_t parse(const std::string& text);
 
  private:

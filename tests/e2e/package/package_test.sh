@@ -11,11 +11,11 @@
 #
 #   package_test.sh          (as root; runs its checks through with_server.sh)
 #
-# DCACHE_E2E_GANESHA=6.5: the same for Debian 13, inside the trixie root
-# (ci/setup.sh --ganesha 6.5): ci/package.sh --ganesha 6.5 builds the
-# package there, dpkg installs it into the root (and purges it from there),
-# the root's man and dcache-stats answer, and the chrooted 6.5 ganesha.nfsd
-# serves the root's /etc/ganesha/dcache.conf.
+# DCACHE_GANESHA=X (ci/release.sh, 6.5 or 9.14): the same inside that
+# release's Debian root (ci/setup.sh --ganesha X): ci/package.sh --ganesha X
+# builds the package there, dpkg installs it into the root (and purges it
+# from there), the root's man and dcache-stats answer, and the chrooted
+# ganesha.nfsd serves the root's /etc/ganesha/dcache.conf.
 # shellcheck disable=SC2015  # `check && pass || fail`: pass always succeeds
 # shellcheck disable=SC2016  # dpkg-query formats
 set -euo pipefail
@@ -23,28 +23,25 @@ prog=${0##*/}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 pkg=nfs-ganesha-dcache
-fsal_dir=/usr/lib/x86_64-linux-gnu/ganesha
 passes=0 failures=0
 pass() { echo "ok: $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# root: "" for the host's Ganesha (4.3), the trixie root for 6.5; in_root
-# runs a command where the package is installed.
-ganesha=${DCACHE_E2E_GANESHA:-4.3}
-root=""
+# shellcheck source=../../../ci/release.sh
+. "$top/ci/release.sh"
+release_select "${DCACHE_GANESHA:-}" || exit 2
+fsal_dir=$release_fsal_dir
+# root: "" for the host's Ganesha (4.3), else the release's Debian root;
+# in_root runs a command where the package is installed.
+root=$release_root
 in_root() {  # [--bind DIR]... [--] COMMAND...: the binds are the root's only
+  if [ -n "$root" ]; then
+    release_chroot "$@"
+    return
+  fi
   while [ "$1" = --bind ]; do shift 2; done
   [ "$1" != -- ] || shift
   "$@"
 }
-case $ganesha in
-  4.3) ;;
-  6.5)
-    # shellcheck source=../../../ci/trixie-root.sh
-    . "$top/ci/trixie-root.sh"
-    root=$trixie_root
-    in_root() { trixie_chroot "$@"; } ;;
-  *) echo "$prog: DCACHE_E2E_GANESHA=$ganesha: must be 4.3 or 6.5" >&2; exit 2 ;;
-esac
 
 if [ "${1:-}" = --inside ]; then
   : "${DCACHE_SERVER:?run me through with_server.sh}"
@@ -68,8 +65,8 @@ if [ "${1:-}" = --inside ]; then
     cmp -s "$work/data" "$DCACHE_MNT/$exp/data" && pass "/$exp: the backing file holds them" ||
       fail "/$exp: backing file differs"
   done
-  # the installed dcache-stats, in the root for 6.5 (the bus socket is in
-  # the state dir)
+  # the installed dcache-stats, in the root (the bus socket is in the state
+  # dir)
   in_root --bind "$DCACHE_STATE" -- env DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" \
     /usr/bin/dcache-stats --json >"$work/stats.json" && pass "$root/usr/bin/dcache-stats --json" ||
     fail "dcache-stats failed"
@@ -109,15 +106,15 @@ cleanup() {
   if [ "$was_installed" = 0 ] && installed; then
     in_root dpkg --purge "$pkg" >/dev/null || { echo "$prog: dpkg --purge $pkg failed${root:+ in $root}" >&2; rc=1; }
   fi
-  # the mount point trixie_chroot made in the root for the .deb's directory
+  # the mount point release_chroot made in the root for the .deb's directory
   [ -z "$root" ] || rmdir "$root$work/deb" "$root$work" 2>/dev/null || true
   rm -rf "$work"
   exit "$rc"
 }
 trap cleanup EXIT
 
-DCACHE_SKIP_SETUP=1 "$top/ci/package.sh" --ganesha "$ganesha" "$work/deb" && pass "package for $ganesha built, lintian clean" ||
-  { fail "ci/package.sh --ganesha $ganesha failed"; exit 1; }
+DCACHE_SKIP_SETUP=1 "$top/ci/package.sh" --ganesha "$release" "$work/deb" && pass "package for $release built, lintian clean" ||
+  { fail "ci/package.sh --ganesha $release failed"; exit 1; }
 deb=$(ls "$work"/deb/"$pkg"_*.deb)
 in_root --bind "$work/deb" -- dpkg -i "$deb" >"$work/dpkg.log" 2>&1 && pass "dpkg -i $(basename "$deb")${root:+ in $root}" ||
   { cat "$work/dpkg.log"; fail "dpkg -i failed"; exit 1; }
@@ -139,10 +136,10 @@ in_root /usr/bin/dcache-roll --help >/dev/null && pass "/usr/bin/dcache-roll --h
 
 # The example exports as installed, included from the stock directory; the
 # test's XFS stands at their /srv/nfs inside the server's namespaces only.
-# (With 6.5 the chrooted server reads the root's /etc/ganesha/dcache.conf.)
+# (In a root the chrooted server reads the root's /etc/ganesha/dcache.conf.)
 grep -q 'Path = /srv/nfs/direct;' "$root/etc/ganesha/dcache.conf" || fail "the example exports no longer live under /srv/nfs/"
 echo '%include "/etc/ganesha/dcache.conf"' >"$work/exports.conf"
-DCACHE_E2E_GANESHA=$ganesha DCACHE_E2E_PLUGINS=stock DCACHE_E2E_MOUNT_AT=/srv/nfs DCACHE_E2E_LOG_LEVEL=INFO \
+DCACHE_GANESHA=$release DCACHE_E2E_PLUGINS=stock DCACHE_E2E_MOUNT_AT=/srv/nfs DCACHE_E2E_LOG_LEVEL=INFO \
   "$top/tests/e2e/with_server.sh" --exports "$work/exports.conf" -- "$here/$prog" --inside &&
   pass "the installed module serves the example exports" || fail "checks against the running server (above)"
 

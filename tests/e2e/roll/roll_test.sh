@@ -56,28 +56,8 @@ mnt=$st/mnt
 mkdir -p "$work" "$mnt/shared"
 
 head_config() {  # N
+  heads_conf_core "$1"
   cat <<EOF
-NFS_CORE_PARAM {
-  Plugins_Dir = "$st/plugins";
-  $heads_core_param_extra
-  Protocols = 3, 4;
-  Enable_FSAL_Stats = true;
-  Mount_Path_Pseudo = true;
-  Enable_NLM = false;
-  Enable_RQUOTA = false;
-}
-NFSV4 {
-  Graceless = true;
-  RecoveryRoot = "$st/h$1/recov";
-  Minor_Versions = 0, 1;
-  Only_Numeric_Owners = true;
-}
-NFS_KRB5 { Active_krb5 = false; }
-LOG {
-  Default_Log_Level = EVENT;
-  Components { FSAL = EVENT; EXPORT = INFO; CONFIG = INFO; }
-  Facility { name = FILE; destination = "$st/h$1/ganesha.log"; enable = active; }
-}
 EXPORT {
   Export_Id = 2; Path = "$mnt/shared"; Pseudo = /shared;
   Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4;
