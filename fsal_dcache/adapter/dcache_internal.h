@@ -22,22 +22,9 @@
 
 #include <dcache/core.h>
 
-/*
- * The Ganesha versions the adapter builds for, told apart by FSAL API
- * (Ganesha refuses a module of another major version):
- *   11  Ganesha 4.3, Debian 12
- *   13  Ganesha 6.5, Debian 13
- * What differs between them is spelled once, here (docs/ganesha-6.5.md
- * has the why, with file:line in both trees); the ABI each build must
- * match is asserted in abi.h.
- */
-#if FSAL_MAJOR_VERSION == 11
-#define DCACHE_GANESHA_6 0
-#elif FSAL_MAJOR_VERSION == 13
-#define DCACHE_GANESHA_6 1
-#else
-#error "DCACHE builds for Ganesha 4.3 (FSAL API 11) or 6.5 (FSAL API 13)"
-#endif
+/* DCACHE_GANESHA_6 (which Ganesha the adapter builds for) and the reading
+ * of the FSAL block shared with dcache-check. */
+#include "dcache_config.h"
 
 #if DCACHE_GANESHA_6
 /* 6.x: handles go on the FSAL's list for its destroyer (as FSAL_NULL). */
@@ -59,9 +46,6 @@
 #define DCACHE_DIR_ATTRS_PARAMS(dir)
 #define DCACHE_DIR_ATTRS_ARGS(dir)
 #endif
-
-/* The module name as written in EXPORT { FSAL { Name = DCACHE; } }. */
-#define DCACHE_FSAL_NAME "DCACHE"
 
 struct dcache_fsal_module {
 	struct fsal_module module;
@@ -191,18 +175,6 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 				   struct config_error_type *err_type,
 				   struct fsal_export *original,
 				   struct fsal_module *updated_super);
-
-/* config_tree.c: the settings of an FSAL block (a parse-tree node) as
- * written.  dcache_conf_read sets values[i] (gsh_malloc'd, or NULL when
- * absent) for names[i]; false, with why[], for a setting written as a
- * block, with no value the parser could read, with several values, or set
- * twice.  dcache_conf_misplaced: true, with why[], when one of names is set
- * in the EXPORT block around it, in its nested FSAL block or in
- * EXPORT_DEFAULTS. */
-bool dcache_conf_read(void *block, const char *const names[], size_t count,
-		      char *values[], char *why, size_t why_len);
-bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
-			   char *why, size_t why_len);
 
 /* handle.c */
 void dcache_handle_ops_init(struct fsal_obj_ops *ops);
