@@ -13,15 +13,19 @@
  * of that: each statement with its terms, each term with its type, its
  * operator and its text, and the file and line it came from.
  */
-#include "dcache_internal.h"
+#include "dcache_config.h"
 
 #include <ctype.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "config_parsing.h"
+#include "abstract_mem.h"
 #include "config_parsing/analyse.h"
+#include "gsh_list.h"
+
+/* Ganesha's parser (config_parsing/analyse.h) keeps the layout below;
+ * libganesha_nfsd.so's own code reads these fields at these offsets. */
 
 _Static_assert(sizeof(struct config_node) == 88, "config_node size");
 #define DCACHE_CONFIG_NODE_AT(member, offset)                            \
@@ -272,4 +276,149 @@ bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
 		}
 	}
 	return false;
+}
+
+const char *dcache_conf_where(const void *node, char *buf, size_t len)
+{
+	return where(node, buf, len);
+}
+
+/* The first block named name among blk's sub-nodes, or NULL. */
+static struct config_node *sub_block(struct config_node *blk, const char *name)
+{
+	struct glist_head *ns;
+
+	glist_for_each(ns, &blk->u.nterm.sub_nodes)
+	{
+		struct config_node *n =
+			glist_entry(ns, struct config_node, node);
+
+		if (n->type == TYPE_BLOCK &&
+		    strcasecmp(n->u.nterm.name, name) == 0)
+			return n;
+	}
+	return NULL;
+}
+
+/* The first statement named name among blk's sub-nodes, or NULL. */
+static struct config_node *statement(struct config_node *blk, const char *name)
+{
+	struct glist_head *ns;
+
+	glist_for_each(ns, &blk->u.nterm.sub_nodes)
+	{
+		struct config_node *n =
+			glist_entry(ns, struct config_node, node);
+
+		if (n->type == TYPE_STMT &&
+		    strcasecmp(n->u.nterm.name, name) == 0)
+			return n;
+	}
+	return NULL;
+}
+
+/* The text of a statement's only term (quoted text without its quotes),
+ * or NULL when it has none or several. */
+static const char *only_value(struct config_node *stmt)
+{
+	const struct config_node *term;
+
+	if (stmt == NULL || glist_length(&stmt->u.nterm.sub_nodes) != 1)
+		return NULL;
+	term = glist_first_entry(&stmt->u.nterm.sub_nodes, struct config_node,
+				 node);
+	return term->u.term.varvalue;
+}
+
+bool dcache_conf_nested_fsal(void *block, char *why, size_t why_len)
+{
+	struct config_node *blk = block, *nested, *name;
+	const char *value;
+	char at[300], shown[160];
+
+	if (blk == NULL || blk->type != TYPE_BLOCK)
+		return true;
+	nested = sub_block(blk, "FSAL");
+	if (nested == NULL)
+		return true;
+	name = statement(nested, "Name");
+	if (name == NULL) {
+		snprintf(
+			why, why_len,
+			"the nested FSAL block (%s) names no FSAL to stack on; DCACHE stacks on VFS: FSAL { Name = VFS; }",
+			where(nested, at, sizeof(at)));
+		return false;
+	}
+	/* Several values, or none: Ganesha's loader says what is wrong. */
+	value = only_value(name);
+	if (value == NULL || strcasecmp(value, "VFS") == 0)
+		return true;
+	dcache_settings_quote(value, shown, sizeof(shown));
+	snprintf(why, why_len, "DCACHE stacks only on FSAL VFS (got %s at %s)",
+		 shown, where(name, at, sizeof(at)));
+	return false;
+}
+
+/* An FSAL block of an EXPORT that Ganesha hands to DCACHE: its Name is
+ * DCACHE (Ganesha matches FSAL names without regard to case). */
+static bool is_dcache_block(struct config_node *n)
+{
+	const char *name;
+
+	if (n->type != TYPE_BLOCK || strcasecmp(n->u.nterm.name, "FSAL") != 0)
+		return false;
+	name = only_value(statement(n, "Name"));
+	return name != NULL && strcasecmp(name, DCACHE_FSAL_NAME) == 0;
+}
+
+/* The first DCACHE block among exp's sub-nodes from from on, or NULL. */
+static struct config_node *dcache_block_from(struct config_node *exp,
+					     struct glist_head *from)
+{
+	for (; from != &exp->u.nterm.sub_nodes; from = from->next) {
+		struct config_node *f =
+			glist_entry(from, struct config_node, node);
+
+		if (is_dcache_block(f))
+			return f;
+	}
+	return NULL;
+}
+
+void *dcache_conf_next_dcache_block(void *root, void *after)
+{
+	struct config_node *top = root, *prev = after, *exp, *found;
+	struct glist_head *es;
+
+	if (top == NULL || top->type != TYPE_ROOT)
+		return NULL;
+	/* on from where the last one was found: the rest of its EXPORT
+	 * block, then the blocks after that */
+	if (prev != NULL) {
+		exp = DCACHE_NODE_PARENT(prev);
+		found = dcache_block_from(exp, prev->node.next);
+		if (found != NULL)
+			return found;
+		es = exp->node.next;
+	} else {
+		es = top->u.nterm.sub_nodes.next;
+	}
+	for (; es != &top->u.nterm.sub_nodes; es = es->next) {
+		exp = glist_entry(es, struct config_node, node);
+		if (exp->type != TYPE_BLOCK ||
+		    strcasecmp(exp->u.nterm.name, "EXPORT") != 0)
+			continue;
+		found = dcache_block_from(exp, exp->u.nterm.sub_nodes.next);
+		if (found != NULL)
+			return found;
+	}
+	return NULL;
+}
+
+void *dcache_conf_export_of(void *block)
+{
+	struct config_node *blk = block;
+
+	return blk != NULL && blk->type == TYPE_BLOCK ? DCACHE_NODE_PARENT(blk)
+						      : NULL;
 }

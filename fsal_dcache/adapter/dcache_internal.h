@@ -22,21 +22,9 @@
 
 #include <dcache/core.h>
 
-/*
- * The Ganesha releases the adapter builds for (ci/release.sh): 4.3 (FSAL API
- * 11, Debian 12), 6.5 (API 13, Debian 13) and 9.14 (API 14, Debian 13
- * backports).  Every difference between them the adapter meets is one knob
- * of compat/<release>/dcache_compat.h, the directory the build picks by
- * Ganesha_VERSION; the ABI each build must match is asserted in
- * compat/<release>/dcache_abi.h (through abi.h).
- */
-#include "dcache_compat.h"
-#if FSAL_MAJOR_VERSION != DCACHE_FSAL_API_MAJOR
-#error "compat/ of another Ganesha release than the headers: check Ganesha_VERSION"
-#endif
-
-/* The module name as written in EXPORT { FSAL { Name = DCACHE; } }. */
-#define DCACHE_FSAL_NAME "DCACHE"
+/* The release's knobs (compat/<release>/dcache_compat.h) and the reading of
+ * the FSAL block shared with dcache-check. */
+#include "dcache_config.h"
 
 struct dcache_fsal_module {
 	struct fsal_module module;
@@ -166,18 +154,6 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 				   struct config_error_type *err_type,
 				   struct fsal_export *original,
 				   struct fsal_module *updated_super);
-
-/* config_tree.c: the settings of an FSAL block (a parse-tree node) as
- * written.  dcache_conf_read sets values[i] (gsh_malloc'd, or NULL when
- * absent) for names[i]; false, with why[], for a setting written as a
- * block, with no value the parser could read, with several values, or set
- * twice.  dcache_conf_misplaced: true, with why[], when one of names is set
- * in the EXPORT block around it, in its nested FSAL block or in
- * EXPORT_DEFAULTS. */
-bool dcache_conf_read(void *block, const char *const names[], size_t count,
-		      char *values[], char *why, size_t why_len);
-bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
-			   char *why, size_t why_len);
 
 /* handle.c */
 void dcache_handle_ops_init(struct fsal_obj_ops *ops);

@@ -1,6 +1,7 @@
 /*
- * Exports: parsing and validating the DCACHE settings of an EXPORT's FSAL
- * block, stacking over the sub-FSAL named in the nested FSAL block, and
+ * Exports: the DCACHE settings of an EXPORT's FSAL block (read and checked
+ * by settings_block.c, which dcache-check runs too; a refusal is logged
+ * here), stacking over the sub-FSAL named in the nested FSAL block, and
  * forwarding the export ops to it.
  *
  *   FSAL {
@@ -20,60 +21,6 @@
 
 /* ---- settings ----------------------------------------------------------- */
 
-/*
- * Every setting is read from the parse tree exactly as written
- * (config_tree.c: Ganesha's items would drop a sign, let a repeated setting
- * win, skip what its grammar dropped) and validated by the core, so each
- * bad value gets the same kind of message: the export, the setting, the
- * value as written and what is allowed.
- */
-/* The settings of the FSAL block: DCACHE_SETTINGS (core.h), the one list
- * the config table, the argument struct, its cleanup, the hand-off to the
- * core and the error message are generated from. */
-#define DCACHE_ARG_FIELD(name, member) char *member;
-struct dcache_export_args {
-	struct subfsal_args subfsal;
-	DCACHE_SETTINGS(DCACHE_ARG_FIELD)
-};
-
-static struct config_item sub_fsal_params[] = {
-	CONF_ITEM_STR("name", 1, 10, NULL, subfsal_args, name), CONFIG_EOL};
-
-/* Known to Ganesha's loader (so not "Unknown parameter"), read by
- * dcache_conf_read. */
-#define DCACHE_CONF_ITEM(name, member) CONF_ITEM_NOOP(name),
-#define DCACHE_NAME(name, member) name,
-static const char *const setting_names[] = {DCACHE_SETTINGS(DCACHE_NAME)};
-#define DCACHE_SETTING_COUNT (sizeof(setting_names) / sizeof(setting_names[0]))
-
-/* For the error message: what may appear in the FSAL block. */
-#define DCACHE_SETTING_NAME(name, member) name ", "
-#define DCACHE_SETTING_NAMES \
-	"Name, " DCACHE_SETTINGS(DCACHE_SETTING_NAME) "FSAL { Name = VFS; }"
-
-static struct config_item export_params[] = {
-	CONF_ITEM_NOOP("name"),
-	DCACHE_SETTINGS(DCACHE_CONF_ITEM)
-		CONF_RELAX_BLOCK("FSAL", sub_fsal_params, noop_conf_init,
-				 subfsal_commit, dcache_export_args, subfsal),
-	CONFIG_EOL};
-
-static struct config_block export_param_block = {
-	.dbus_interface_name = "org.ganesha.nfsd.config.fsal.dcache-export%d",
-	.blk_desc.name = "FSAL",
-	.blk_desc.type = CONFIG_BLOCK,
-	.blk_desc.u.blk.init = noop_conf_init,
-	.blk_desc.u.blk.params = export_params,
-	.blk_desc.u.blk.commit = noop_conf_commit,
-};
-
-#define DCACHE_FREE_ARG(name, member) gsh_free(args->member);
-static void free_args(struct dcache_export_args *args)
-{
-	gsh_free(args->subfsal.name);
-	DCACHE_SETTINGS(DCACHE_FREE_ARG)
-}
-
 static uint16_t export_id_of_ctx(void)
 {
 	return op_ctx->ctx_export ? op_ctx->ctx_export->export_id : 0;
@@ -85,8 +32,9 @@ static const char *export_path_of_ctx(void)
 }
 
 /*
- * Parses the FSAL block into *settings.  On any error logs one line naming
- * the export and what was wrong, and returns false: the export is refused
+ * Reads the FSAL block into *args and *settings (settings_block.c, the
+ * checks dcache-check runs too).  On any error logs one line naming the
+ * export and what was wrong, and returns false: the export is refused
  * while the server keeps serving its other exports.
  */
 static bool parse_settings(void *parse_node, struct config_error_type *err_type,
@@ -94,59 +42,14 @@ static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			   struct dcache_settings *settings,
 			   const char *refused)
 {
-	struct dcache_settings_text text = {0};
-	char *values[DCACHE_SETTING_COUNT];
-	bool was_bogus, unknown;
 	char why[512];
-	int rc;
 
-	memset(args, 0, sizeof(*args));
-	if (!dcache_conf_read(parse_node, setting_names, DCACHE_SETTING_COUNT,
-			      values, why, sizeof(why)) ||
-	    dcache_conf_misplaced(parse_node, setting_names,
-				  DCACHE_SETTING_COUNT, why, sizeof(why))) {
-		for (size_t i = 0; i < DCACHE_SETTING_COUNT; ++i)
-			gsh_free(values[i]);
-		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
-			export_id_of_ctx(), export_path_of_ctx(), why, refused);
-		return false;
-	}
-	{
-		size_t i = 0;
-#define DCACHE_TAKE_VALUE(name, member) args->member = values[i++];
-		DCACHE_SETTINGS(DCACHE_TAKE_VALUE)
-	}
-	/* Ganesha's parser counts an unknown setting as harmless ("bogus")
-	 * and carries on; for DCACHE a misspelt setting would silently leave
-	 * the default in force, so it refuses the export instead. */
-	was_bogus = err_type->bogus;
-	err_type->bogus = false;
-	rc = load_config_from_node(parse_node, &export_param_block, args, true,
-				   err_type);
-	unknown = err_type->bogus;
-	err_type->bogus = was_bogus || unknown;
-	if (rc != 0 || unknown) {
-		LogCrit(COMPONENT_CONFIG,
-			"DCACHE: export %u (%s): %s in the FSAL block (see the configuration error above naming it); allowed settings: %s; %s",
-			export_id_of_ctx(), export_path_of_ctx(),
-			unknown ? "unknown setting" : "malformed setting",
-			DCACHE_SETTING_NAMES, refused);
-		return false;
-	}
-#define DCACHE_TEXT_FIELD(name, member) text.member = args->member;
-	DCACHE_SETTINGS(DCACHE_TEXT_FIELD)
-	if (dcache_settings_parse(&text, settings, why, sizeof(why)) != 0) {
-		LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
-			export_id_of_ctx(), export_path_of_ctx(), why, refused);
-		return false;
-	}
-	if (args->subfsal.name == NULL) {
-		LogCrit(COMPONENT_CONFIG,
-			"DCACHE: export %u (%s): missing the nested FSAL { Name = VFS; } block naming the FSAL to stack on; %s",
-			export_id_of_ctx(), export_path_of_ctx(), refused);
-		return false;
-	}
-	return true;
+	if (dcache_block_settings(parse_node, err_type, DCACHE_SUBFSAL_LOAD,
+				  args, settings, why, sizeof(why)))
+		return true;
+	LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
+		export_id_of_ctx(), export_path_of_ctx(), why, refused);
+	return false;
 }
 
 /* Logs the settings in force, on creation and after a live update. */
@@ -419,7 +322,7 @@ out:
 		gsh_free(exp->path);
 		gsh_free(exp);
 	}
-	free_args(&args);
+	dcache_export_args_free(&args);
 	return status;
 }
 
@@ -449,7 +352,7 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 	if (!parse_settings(
 		    parse_node, err_type, &args, &settings,
 		    "update refused, the export keeps its current settings")) {
-		free_args(&args);
+		dcache_export_args_free(&args);
 		return fsalstat(ERR_FSAL_INVAL, EINVAL);
 	}
 	sub_fsal = lookup_fsal(args.subfsal.name);
@@ -457,7 +360,7 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 		LogCrit(COMPONENT_CONFIG,
 			"DCACHE: export %u (%s): FSAL %s is not loaded; update refused, the export keeps its current settings",
 			exp->export_id, exp->path, args.subfsal.name);
-		free_args(&args);
+		dcache_export_args_free(&args);
 		return fsalstat(ERR_FSAL_INVAL, EINVAL);
 	}
 	status = sub_fsal->m_ops.update_export(sub_fsal, args.subfsal.fsal_node,
@@ -468,6 +371,6 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 		dcache_export_update(exp->core, &settings);
 		log_settings(exp, "updated", &settings);
 	}
-	free_args(&args);
+	dcache_export_args_free(&args);
 	return status;
 }

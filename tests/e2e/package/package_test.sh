@@ -5,7 +5,8 @@
 # the module beside VFS's) serves the installed example exports
 # (%include "/etc/ganesha/dcache.conf", unchanged: the test's XFS is
 # mounted at their /srv/nfs inside the server's namespaces) to a real
-# client; the installed dcache-stats reads their counters; the man pages
+# client; the installed dcache-stats reads their counters; the installed
+# dcache-check serves the example exports the server serves; the man pages
 # resolve. The package is purged afterwards unless it was installed
 # before the test.
 #
@@ -123,16 +124,22 @@ ganesha_deb=$(query -W -f='${Version}' nfs-ganesha)
 depends=$(query -W -f='${Depends}' "$pkg")
 [[ "$depends" == "nfs-ganesha (= $ganesha_deb), nfs-ganesha-vfs (= $ganesha_deb), "* ]] &&
   pass "Depends on nfs-ganesha and nfs-ganesha-vfs (= $ganesha_deb)" || fail "Depends: $depends"
-for f in "$fsal_dir/libfsaldcache.so" /usr/bin/dcache-stats /usr/bin/dcache-roll /etc/ganesha/dcache.conf; do
+for f in "$fsal_dir/libfsaldcache.so" /usr/bin/dcache-check /usr/bin/dcache-stats /usr/bin/dcache-roll /etc/ganesha/dcache.conf; do
   [ -e "$root$f" ] && pass "installed $root$f" || fail "$root$f missing"
 done
 query -W -f='${Conffiles}' "$pkg" | grep -q ' /etc/ganesha/dcache.conf ' &&
   pass "/etc/ganesha/dcache.conf is a conffile" || fail "/etc/ganesha/dcache.conf is not a conffile"
-for page in ganesha-dcache-config dcache-stats dcache-roll; do
+for page in ganesha-dcache-config dcache-check dcache-stats dcache-roll; do
   p=$(in_root man -w "$page" 2>/dev/null) && [ "${p#/usr/share/man/man8/}" != "$p" ] &&
     pass "man $page: $p${root:+ (in the root)}" || fail "man $page not found"
 done
 in_root /usr/bin/dcache-roll --help >/dev/null && pass "/usr/bin/dcache-roll --help" || fail "dcache-roll --help"
+# the installed validator, with its RUNPATH to Ganesha's private library:
+# both example exports would be served
+check_out=$(in_root /usr/bin/dcache-check -v /etc/ganesha/dcache.conf 2>&1) &&
+  [ "$(grep -c ': DCACHE: export 10[12] (/srv/nfs/.*): would be served: ' <<<"$check_out")" = 2 ] &&
+  pass "/usr/bin/dcache-check serves /etc/ganesha/dcache.conf's two exports" ||
+  fail "/usr/bin/dcache-check -v /etc/ganesha/dcache.conf: $check_out"
 
 # The example exports as installed, included from the stock directory; the
 # test's XFS stands at their /srv/nfs inside the server's namespaces only.

@@ -33,6 +33,11 @@
 /* What readlink fills. */
 #define DCACHE_READLINK_BUF struct gsh_buffdesc
 
+/* nfs_prereq_init (dcache-check's start of Ganesha's logging) takes no
+ * stack size. */
+#define DCACHE_PREREQ_INIT(prog, host, level, path, trace) \
+	nfs_prereq_init(prog, host, level, path, trace)
+
 /*
  * The parse tree (config_parsing/analyse.h): only blocks have a parent,
  * inside the union.  Offsets as Debian 12's libganesha_nfsd.so.4.3 reads

@@ -33,6 +33,9 @@
 #define DCACHE_DIR_ATTRS_ARGS(dir) , dir##_pre_attrs_out, dir##_post_attrs_out
 #define DCACHE_READLINK_BUF struct gsh_buffdesc
 
+#define DCACHE_PREREQ_INIT(prog, host, level, path, trace) \
+	nfs_prereq_init(prog, host, level, path, trace, 0)
+
 /*
  * The parse tree: every node has its parent at +0x38, before the union
  * (Debian 13's load_config_from_node tests the type at +0x30 and reads the
