@@ -30,6 +30,9 @@
 /* readlink fills a utf8string (fsal_api.h:1970). */
 #define DCACHE_READLINK_BUF utf8string
 
+#define DCACHE_PREREQ_INIT(prog, host, level, path, trace) \
+	nfs_prereq_init(prog, host, level, path, trace, 0)
+
 /* The parse tree is 6.5's (config_parsing/analyse.h unchanged; Debian's
  * 9.14 load_config_from_node reads the type at +0x30, the name at +0x40). */
 #define DCACHE_NODE_PARENT(node) ((node)->parent)
