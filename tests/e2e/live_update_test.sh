@@ -23,10 +23,9 @@ passes=0 failures=0
 pass() { echo "ok: $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-counter() {  # export_2.<name> from GetFSALStats (0 when not yet counted)
-  dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
-    org.ganesha.nfsd.exportstats.GetFSALStats string:DCACHE |
-    awk -v want="\"export_2.$1\"" '$1 == "string" && $2 == want { getline; print $2; found = 1 } END { if (!found) print 0 }'
+counter() {  # export 2's counter <name> (0 when not yet counted)
+  "$here/../../tools/dcache-stats" --json --export 2 |
+    python3 -c 'import json, sys; print(json.load(sys.stdin).get("2", {}).get(sys.argv[1], 0))' "$1"
 }
 write_file() {  # name
   nfs-cp "$work/data" "nfs://$DCACHE_SERVER/dcache/$1?version=3" >/dev/null &&

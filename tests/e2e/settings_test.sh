@@ -277,13 +277,13 @@ fi
 reload "$work/good.conf" || true
 # export 2 kept direct_file_sync through every refusal: its WRITEs still
 # come back FILE_SYNC (raised), counted by the plugin
-raised_before=$(dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
-  org.ganesha.nfsd.exportstats.GetFSALStats string:DCACHE |
-  awk '$1 == "string" && $2 == "\"export_2.writes_raised_stable\"" { getline; print $2 }')
+raised() {  # export 2's WRITEs raised to stable
+  "$top/tools/dcache-stats" --json --export 2 |
+    python3 -c 'import json, sys; print(json.load(sys.stdin).get("2", {}).get("writes_raised_stable", 0))'
+}
+raised_before=$(raised)
 serves dcache && pass "/dcache still serves" || fail "/dcache stopped serving"
-raised_after=$(dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
-  org.ganesha.nfsd.exportstats.GetFSALStats string:DCACHE |
-  awk '$1 == "string" && $2 == "\"export_2.writes_raised_stable\"" { getline; print $2 }')
+raised_after=$(raised)
 [ "${raised_after:-0}" -gt "${raised_before:-0}" ] &&
   pass "export 2 still runs direct_file_sync (${raised_before:-0} -> $raised_after WRITEs raised)" ||
   fail "export 2 lost its settings (${raised_before:-0} -> ${raised_after:-0} WRITEs raised)"
