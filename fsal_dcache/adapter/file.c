@@ -220,7 +220,7 @@ static void reply(const struct dcache_pending *p, struct dcache_io_result r)
 	}
 #if DCACHE_HAS_FSAL_RESUME
 	/* Non-zero asks the caller to call read2/write2 again; 9P never
-	 * clears it (docs/ganesha-6.5.md). */
+	 * clears it (docs/ganesha-releases.md). */
 	p->arg->fsal_resume = FSAL_NORESUME;
 #endif
 	p->done_cb(p->obj, posix2fsal_status(r.error), p->arg, p->caller_arg);

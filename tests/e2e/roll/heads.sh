@@ -15,6 +15,14 @@
 # $heads_state/mnt (before the namespaces are made, so each of them sees it).
 #
 #   heads_setup            state dir, image, loop device, mount, plugin dir
+#   heads_network          put the heads on one network: a bridge in a
+#                          namespace of its own (nothing on the host's
+#                          network), 192.0.2.0/24 (TEST-NET-1); head hN, once
+#                          started, is 192.0.2.(10+N) on its eth0
+#   heads_attach NETNS IP [DEV]
+#                          attach another namespace (a client, a Ceph
+#                          daemon, ...) to that network as IP/24 on DEV
+#                          (default eth0)
 #   heads_conf_core N      the core blocks of hN's ganesha.conf (NFS_CORE_PARAM,
 #                          NFSV4, KRB5, LOG), to which the test adds exports
 #   head_start N CONFIG    start head hN on the config text CONFIG
@@ -37,6 +45,8 @@ heads_state=""
 # shellcheck disable=SC2034  # for the caller
 heads_loopdev=""      # the loop device under $heads_state/mnt
 heads_ganeshas=()     # the pid of each head's ganesha.nfsd
+heads_netns_of=()     # the network namespace of each head
+heads_bridge=""       # the namespace holding the heads' bridge (heads_network)
 heads_extra=()        # more children to stop first (the test's clients)
 
 heads_cleanup() {
@@ -91,6 +101,30 @@ EOF
   chmod 755 "$heads_state/via"
 }
 
+heads_network() {
+  heads_bridge="dcache-heads-$$-${heads_state##*.}-net"
+  ip netns add "$heads_bridge"
+  srv_netns+=("$heads_bridge")
+  ip -n "$heads_bridge" link add br0 type bridge
+  ip -n "$heads_bridge" link set br0 up
+}
+
+heads_attach() {  # NETNS IP [DEV]
+  local ns=$1 ip=$2 dev=${3:-eth0} id a b
+  [ -n "$heads_bridge" ] || { echo "heads: heads_attach before heads_network" >&2; return 1; }
+  # veth names live in the host's namespace until moved: short (at most
+  # 15 bytes: pid and a random number in hex, 10 at most) and unique
+  printf -v id '%x%04x' "$$" "$RANDOM"
+  a=dcv${id}a b=dcv${id}b
+  ip link add "$a" type veth peer name "$b" &&
+    ip link set "$a" netns "$heads_bridge" &&
+    ip link set "$b" netns "$ns" &&
+    ip -n "$heads_bridge" link set "$a" master br0 up &&
+    ip -n "$ns" link set "$b" name "$dev" &&
+    ip -n "$ns" addr add "$ip/24" dev "$dev" &&
+    ip -n "$ns" link set "$dev" up
+}
+
 heads_conf_core() {  # N
   DCACHE_E2E_LOG_LEVEL=${DCACHE_E2E_LOG_LEVEL:-EVENT} \
     srv_conf_core "$heads_state/h$1" "$heads_state/h$1/ganesha.log" "$heads_state/plugins"
@@ -100,7 +134,9 @@ head_start() {  # N CONFIG-TEXT
   local n=$1 dir=$heads_state/h$1
   mkdir -p "$dir/recov"
   printf '%s\n' "$2" >"$dir/ganesha.conf"
-  srv_ns_start --net "dcache-heads-$$-${heads_state##*.}-h$n" "$heads_state" || return 1
+  heads_netns_of[n - 1]="dcache-heads-$$-${heads_state##*.}-h$n"
+  srv_ns_start --net "${heads_netns_of[n - 1]}" "$heads_state" || return 1
+  [ -z "$heads_bridge" ] || heads_attach "${heads_netns_of[n - 1]}" "192.0.2.$((10 + n))" || return 1
   printf 'holder=%s\nbus=%s\n' "$srv_holder" "unix:path=$dir/dbus/system_bus_socket" >"$dir/env"
   srv_daemons_start "$dir" || return 1
   srv_ganesha_start "$dir/ganesha.conf" "$dir/ganesha.log" "$dir/ganesha.pid"
