@@ -42,6 +42,11 @@
 #define DCACHE_ARG_FIELD(name, member) char *member;
 struct dcache_export_args {
 	struct subfsal_args subfsal;
+	/* The reference on the sub-FSAL's module that loading the nested
+	 * block took (Ganesha's subfsal_commit keeps it): the export that
+	 * stacks on it owns it from then on; otherwise (a refusal, an
+	 * update) dcache_export_args_free puts it back. */
+	struct fsal_module *subfsal_ref;
 	DCACHE_SETTINGS(DCACHE_ARG_FIELD)
 };
 #undef DCACHE_ARG_FIELD
@@ -61,7 +66,9 @@ enum dcache_subfsal {
  * ID (PATH): " and before "; export refused" (e.g. 'IO_Cache_Read = "fast"
  * is not valid; allowed: ...').  Ganesha's own configuration errors (an
  * unknown parameter, say) go to err_type's diagnostics, as when it loads
- * any block.  *args is set either way: free it with dcache_export_args_free.
+ * any block.  *args is set either way: free it with dcache_export_args_free
+ * (which also puts back the module reference the nested block's loading
+ * took, unless the caller took args->subfsal_ref over).
  */
 bool dcache_block_settings(void *block, struct config_error_type *err_type,
 			   enum dcache_subfsal subfsal,

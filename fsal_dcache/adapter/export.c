@@ -315,9 +315,14 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	log_settings(exp, "created over VFS", &settings);
 	exp = NULL; /* Ganesha's now: its release op frees it */
 	sub = NULL;
+	/* the module reference is the export's now (release_sub_export) */
+	args.subfsal_ref = NULL;
 out:
-	if (sub != NULL)
+	if (sub != NULL) {
+		/* its module reference goes with it */
+		args.subfsal_ref = NULL;
 		release_sub_export(sub);
+	}
 	if (exp != NULL) {
 		gsh_free(exp->path);
 		gsh_free(exp);

@@ -95,6 +95,8 @@ static struct config_block block_name_only =
 #define DCACHE_FREE_ARG(name, member) gsh_free(args->member);
 void dcache_export_args_free(struct dcache_export_args *args)
 {
+	if (args->subfsal_ref != NULL)
+		fsal_put(args->subfsal_ref);
 	gsh_free(args->subfsal.name);
 	DCACHE_SETTINGS(DCACHE_FREE_ARG)
 	memset(args, 0, sizeof(*args));
@@ -142,6 +144,14 @@ bool dcache_block_settings(void *block, struct config_error_type *err_type,
 				   args, true, err_type);
 	unknown = err_type->bogus;
 	err_type->bogus = was_bogus || unknown;
+	/* Loading the nested block took a reference on its module: hold on to
+	 * it here, so that every path puts it back or hands it on. */
+	if (subfsal == DCACHE_SUBFSAL_LOAD && args->subfsal.fsal_node != NULL &&
+	    args->subfsal.name != NULL) {
+		args->subfsal_ref = lookup_fsal(args->subfsal.name);
+		if (args->subfsal_ref != NULL)
+			fsal_put(args->subfsal_ref); /* lookup_fsal's own */
+	}
 	if (rc != 0 || unknown) {
 		snprintf(
 			why, why_len,

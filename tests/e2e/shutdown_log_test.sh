@@ -63,6 +63,19 @@ EOF
   i=$((i + 1))
 done
 
+# Refused at creation: a value out of range, and one Ganesha's parser
+# reads but DCACHE does not know; beside them a served DCACHE export.
+cp "$work/vfs.conf" "$work/refused.conf"
+for e in '60|IO_Cache_Read = -1;' '61|IO_Cache_Write = fast;' '62|IO_Cache_Read = direct;'; do
+  cat >>"$work/refused.conf" <<EOF
+EXPORT {
+  Export_Id = ${e%%|*}; Path = "@MNT@/r${e%%|*}"; Pseudo = /r${e%%|*};
+  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys;
+  FSAL { Name = DCACHE; ${e#*|} FSAL { Name = VFS; } }
+}
+EOF
+done
+
 run() {  # exports-file stats exports... -> prints the shutdown's CRIT/MAJ lines
   local conf=$1 stats=$2 out
   shift 2
@@ -85,6 +98,15 @@ if [ -n "$extra" ]; then
   status=1
 else
   echo "ok: DCACHE server (4 DCACHE exports, I/O on each): shutdown logs nothing the VFS-only one does not"
+fi
+refused_lines=$(run "$work/refused.conf" 0 vfs r62)
+extra=$(comm -13 <(printf '%s\n' "$vfs_lines" | sort -u) <(printf '%s\n' "$refused_lines" | sort -u) | sed '/^$/d')
+if [ -n "$extra" ]; then
+  echo "FAIL: with two DCACHE exports refused at creation the shutdown logged what the VFS-only one does not:" >&2
+  printf '  %s\n' "$extra" >&2
+  status=1
+else
+  echo "ok: two DCACHE exports refused at creation (a bad value, an unknown word) leave nothing behind at shutdown"
 fi
 stats_lines=$(run "$work/dcache.conf" 1 vfs d40 d41 d42 d43)
 extra=$(comm -13 <(printf '%s\n' "$vfs_lines" | sort -u) <(printf '%s\n' "$stats_lines" | sort -u) | sed '/^$/d' |
