@@ -19,6 +19,7 @@
 # COMMAND runs in the same namespaces with
 #   DCACHE_SERVER=127.0.0.1 DCACHE_MNT DCACHE_STATE DCACHE_LOG DCACHE_PID
 #   DCACHE_LOOPDEV (the loop device under DCACHE_MNT) DBUS_SYSTEM_BUS_ADDRESS
+#   DCACHE_EXTRA_LOOPDEV (DCACHE_E2E_EXTRA_FS's loop device, or empty)
 # and this script exits with COMMAND's status.
 #
 # Environment:
@@ -37,6 +38,12 @@
 #                          or btrfs (which refuses RWF_DONTCACHE and reports
 #                          no statx DIOALIGN)
 #   DCACHE_E2E_IMAGE_SIZE  size of the image (default 2G)
+#   DCACHE_E2E_EXTRA_FS=NAME:SIZE  a second filesystem of the same type, on
+#                          an image and loop device of its own (direct I/O
+#                          too), mounted at $mnt/NAME before the server
+#                          starts: exports under it are on their own device,
+#                          whose /sys/block/loopN/stat counts their I/O alone
+#                          (DCACHE_EXTRA_LOOPDEV names it to the command)
 #   DCACHE_E2E_IMAGE       an image to use (made if missing) and keep
 #   DCACHE_E2E_BACKEND     IO_Backend for every DCACHE export (io_uring, sync)
 #   DCACHE_E2E_SERVER_STOPS=1  the command stops ganesha.nfsd itself: an exit
@@ -150,6 +157,8 @@ state=""
 netns=""
 loopdev=""
 mounted=0
+extra_loopdev=""
+extra_mounted=
 holder_pid=""
 rpcbind_pid=""
 dbus_pid=""
@@ -224,6 +233,15 @@ cleanup() {
     head -n "$log_lines" "$saved" | tail -n 25 | sed 's/^/  | /' >&2
   fi
 
+  if [ -n "$extra_mounted" ]; then
+    for ((i = 0; i < 50; i++)); do
+      umount "$extra_mounted" 2>/dev/null && { extra_mounted=""; break; }
+      sleep 0.1
+    done
+    [ -z "$extra_mounted" ] || umount -l "$extra_mounted" || true
+  fi
+  [ -z "$extra_loopdev" ] || losetup -d "$extra_loopdev" 2>/dev/null ||
+    echo "$prog: could not detach $extra_loopdev" >&2
   if [ "$mounted" = 1 ]; then
     for ((i = 0; i < 50; i++)); do
       umount "$state/mnt" 2>/dev/null && { mounted=0; break; }
@@ -271,6 +289,18 @@ loopdev=$(losetup --direct-io=on -f --show "$image")
 mount "$loopdev" "$mnt"
 mounted=1
 mkdir -p "$mnt/vfs" "$mnt/dcache"
+if [ -n "${DCACHE_E2E_EXTRA_FS:-}" ]; then
+  extra_name=${DCACHE_E2E_EXTRA_FS%%:*} extra_size=${DCACHE_E2E_EXTRA_FS#*:}
+  if ! [[ $extra_name =~ ^[A-Za-z0-9_-]+$ ]] || [ "$extra_size" = "$DCACHE_E2E_EXTRA_FS" ]; then
+    die "DCACHE_E2E_EXTRA_FS=$DCACHE_E2E_EXTRA_FS: must be NAME:SIZE"
+  fi
+  truncate -s "$extra_size" "$state/$extra_name.img"
+  "${mkfs_cmd[@]}" "$state/$extra_name.img" >/dev/null
+  extra_loopdev=$(losetup --direct-io=on -f --show "$state/$extra_name.img")
+  mkdir -p "$mnt/$extra_name"
+  mount "$extra_loopdev" "$mnt/$extra_name"
+  extra_mounted=$mnt/$extra_name
+fi
 
 ln -s "$fsal_dir/libfsalvfs.so" "$state/plugins/libfsalvfs.so"
 if [ -n "$ganesha_root" ] && [ "$fsal" = DCACHE ] && [ "${DCACHE_E2E_PLUGINS:-}" != stock ]; then
@@ -475,6 +505,7 @@ fi
 # once (bash defers traps while a foreground child runs).
 "${in_ns[@]}" env DCACHE_SERVER=127.0.0.1 DCACHE_MNT="$mnt" DCACHE_STATE="$state" \
   DCACHE_LOG="$state/ganesha.log" DCACHE_PID="$ganesha_pid" DCACHE_LOOPDEV="$loopdev" \
+  DCACHE_EXTRA_LOOPDEV="$extra_loopdev" \
   DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" "$@" &
 cmd_pid=$!
 wait "$cmd_pid" && status=0 || status=$?
