@@ -56,6 +56,32 @@
 #              connections x iodepth 32 of 1 MiB WRITEs (--quick: 32 x 8) for
 #              DCACHE_BENCH_OVERLOAD_LOAD seconds (20; --quick 5): RSS peak,
 #              errors, requests that waited for a place
+# Streaming beside a working set (`--workloads pressure` for all eight; a
+# server per kernel mode, the variants of DCACHE_BENCH_PRESSURE_VARIANTS,
+# default vfs,buffered,dontcache,fadvise,direct,direct_file_sync, --quick
+# vfs,dontcache,direct): a working set WS (384M; --quick 64M) on a plain
+# VFS export of its own filesystem and loop device, read by 4 clients,
+# while a stream runs through the variant's export, the server in a cgroup
+# v1 memory group of its own per run (1G; --quick 256M), or unlimited:
+#   seq_write  1 writer, STREAM (3G; --quick 1G) of 1 MiB WRITEs, iodepth
+#              16, COMMIT at close in the time; WS read continuously
+#   seq_read   1 reader of a cold STREAM-sized file; WS read continuously
+#   multi_write 16 writers, STREAM in all; WS read continuously
+#   noisy_writer 4 writers for RUNTIME s (20; --quick 3); WS read continuously
+#   noisy_writer_touch the same, WS read whole every TOUCH s (8; --quick 1.5)
+#   noisy_reader 4 readers of a cold STREAM-sized data set for RUNTIME s
+#   noisy_reader_touch the same, WS read whole every TOUCH s
+#   lat_reader noisy_writer's stream; WS readers paced (one request at a
+#              time, 2 ms apart): their latency p50/p99/p99.9
+# each against the WS alone (solo) in the same group: its throughput and
+# latency relative to solo, the WS device's reads, the group's limit hits,
+# peak, refaults, reclaim, memory stall (PSI), kswapd, server CPU and the
+# stream's throughput. DCACHE_BENCH_PRESSURE_RUNS (rwf.limit,norwf.limit,
+# rwf.whole) lists kernel.memory pairs: rwf as the kernel is, norwf with
+# DCACHE_TEST_NO_RWF_DONTCACHE=1 (RWF_DONTCACHE refused as before 6.14);
+# limit the group above, whole the machine's memory. More knobs:
+# DCACHE_BENCH_PRESSURE_{WS,LIMIT,STREAM,RUNTIME,TOUCH,TOUCHES,SOLO,
+# REPEATS,VERIFY,WS_BS} (docs/benchmarks.md).
 # Variants: vfs (plain VFS FSAL, the baseline) and one DCACHE export per
 # mode; buffered_sync, dontcache_sync and direct_sync are buffered,
 # dontcache and direct with IO_Backend = sync (the others use io_uring);
@@ -69,8 +95,11 @@
 # runs/WORKLOAD.VARIANT.REPEAT.perf.data (read with `perf report -i`).
 #
 # Output in DIR (default build/bench-report-<date>): runs/*.json (one per
-# run), results.json, table.md, chart.png (throughput), chart-cpu.png and
-# chart-pagecache.png (tools/bench_report.py --charts-only DIR redraws them).
+# run), servers/ (the workloads with a server per variant), pressure/ (one
+# KERNEL.MEMORY.WORKLOAD.VARIANT.REPEAT.{stream,ws}.json, .sys0/.sys1 and
+# .stats0/.stats1 per run; solo and solo_end: the WS alone), results.json,
+# table.md, chart.png (throughput), chart-cpu.png and chart-pagecache.png
+# (tools/bench_report.py --charts-only DIR redraws them).
 # Needs root (loop device, namespaces) and builds with ci/build.sh if the
 # tool or plugin is missing.
 set -euo pipefail
@@ -84,14 +113,20 @@ die() { echo "$prog: $*" >&2; exit 2; }
 all_variants=(vfs buffered buffered_sync dontcache dontcache_sync fadvise direct direct_sync direct_async direct_untracked
               direct_untracked_sync direct_cached_edges direct_mem_buffered direct_data_sync direct_file_sync)
 all_workloads=(mix randread randwrite reread interleave interleave_commit_end interleave_commit_every
-               interleave_slow mempressure commit latency memory overload)
+               interleave_slow mempressure commit latency memory overload
+               seq_write seq_read multi_write noisy_writer noisy_writer_touch noisy_reader noisy_reader_touch
+               lat_reader)
 # workloads that measure the whole process: each variant gets a server of its own
 server_workloads=(memory overload)
+# streaming beside a working set: a server per kernel mode, a memory group per run
+pressure_workloads=(seq_write seq_read multi_write noisy_writer noisy_writer_touch noisy_reader noisy_reader_touch
+                    lat_reader)
 
 orig_args=("$@")
 quick=0 out="" size="" runtime="" repeats="" variants="" workloads="" memcg_limit="" perf=0 inner=0 own_server=0
 # shellcheck source=../ci/release.sh
 . "$top/ci/release.sh"
+pressure_kernel=""
 ganesha=${DCACHE_GANESHA:-4.3}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -108,7 +143,8 @@ while [ $# -gt 0 ]; do
     --ganesha=*) ganesha=${1#--ganesha=}; shift ;;
     --inner) inner=1; shift ;;
     --inner-server) inner=1; own_server=1; shift ;;
-    -h|--help) sed -n '2,74p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --inner-pressure) inner=1; pressure_kernel=$2; shift 2 ;;
+    -h|--help) sed -n '2,104p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -119,6 +155,10 @@ else
 fi
 [ -n "$variants" ] || variants=$(IFS=,; echo "${all_variants[*]}")
 [ -n "$workloads" ] || workloads=$(IFS=,; echo "${all_workloads[*]}")
+# `pressure`: the eight workloads of streaming beside a working set
+workloads=,$workloads,
+workloads=${workloads//,pressure,/,$(IFS=,; echo "${pressure_workloads[*]}"),}
+workloads=${workloads#,} workloads=${workloads%,}
 to_bytes() { numfmt --from=iec "${1%B}"; }
 size_b=$(to_bytes "$size") || die "--size $size: not a size"
 [[ $repeats =~ ^[1-9][0-9]*$ ]] || die "--repeats $repeats: must be a positive integer"
@@ -129,6 +169,51 @@ for v in "${vlist[@]}"; do [[ " ${all_variants[*]} " == *" $v "* ]] || die "unkn
 for w in "${wlist[@]}"; do [[ " ${all_workloads[*]} " == *" $w "* ]] || die "unknown workload '$w' (known: ${all_workloads[*]})"; done
 
 release_select "$ganesha" || exit 2
+
+# ---- streaming beside a working set: sizes and lengths (docs/benchmarks.md) ----
+# WS: the working set (4 files, on a VFS export of a filesystem of its own);
+# LIMIT: the memory group's limit, between WS and WS + STREAM; STREAM: the
+# bytes of a size-based stream, and the cold data set of the streaming
+# readers; RUNTIME: a time-based stream's length; TOUCH: the seconds
+# between two passes over the whole WS (long enough for the stream to pass
+# through the group's memory in between), TOUCHES of them during the
+# stream; SOLO: the seconds of the WS alone (hot and paced readers).
+if [ "$quick" = 1 ]; then
+  p_ws=${DCACHE_BENCH_PRESSURE_WS:-64M} p_limit=${DCACHE_BENCH_PRESSURE_LIMIT:-256M}
+  p_stream=${DCACHE_BENCH_PRESSURE_STREAM:-1G} p_runtime=${DCACHE_BENCH_PRESSURE_RUNTIME:-3}
+  p_touch=${DCACHE_BENCH_PRESSURE_TOUCH:-1.5} p_touches=${DCACHE_BENCH_PRESSURE_TOUCHES:-2}
+  p_solo=${DCACHE_BENCH_PRESSURE_SOLO:-3}
+  p_variants=${DCACHE_BENCH_PRESSURE_VARIANTS:-vfs,dontcache,direct}
+  p_runs=${DCACHE_BENCH_PRESSURE_RUNS:-rwf.limit,norwf.limit}
+else
+  p_ws=${DCACHE_BENCH_PRESSURE_WS:-384M} p_limit=${DCACHE_BENCH_PRESSURE_LIMIT:-1G}
+  p_stream=${DCACHE_BENCH_PRESSURE_STREAM:-3G} p_runtime=${DCACHE_BENCH_PRESSURE_RUNTIME:-20}
+  p_touch=${DCACHE_BENCH_PRESSURE_TOUCH:-8} p_touches=${DCACHE_BENCH_PRESSURE_TOUCHES:-3}
+  p_solo=${DCACHE_BENCH_PRESSURE_SOLO:-10}
+  p_variants=${DCACHE_BENCH_PRESSURE_VARIANTS:-vfs,buffered,dontcache,fadvise,direct,direct_file_sync}
+  p_runs=${DCACHE_BENCH_PRESSURE_RUNS:-rwf.limit,norwf.limit,rwf.whole}
+fi
+p_repeats=${DCACHE_BENCH_PRESSURE_REPEATS:-1} p_verify=${DCACHE_BENCH_PRESSURE_VERIFY:-0}
+p_ws_bs=${DCACHE_BENCH_PRESSURE_WS_BS:-64k}
+p_ws_b=$(to_bytes "$p_ws") || die "DCACHE_BENCH_PRESSURE_WS=$p_ws: not a size"
+p_limit_b=$(to_bytes "$p_limit") || die "DCACHE_BENCH_PRESSURE_LIMIT=$p_limit: not a size"
+p_stream_b=$(to_bytes "$p_stream") || die "DCACHE_BENCH_PRESSURE_STREAM=$p_stream: not a size"
+for x in "$p_runtime" "$p_touch" "$p_solo"; do
+  [[ $x =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "DCACHE_BENCH_PRESSURE_RUNTIME/TOUCH/SOLO: '$x' is not seconds"
+done
+[[ $p_touches =~ ^[1-9][0-9]*$ && $p_repeats =~ ^[1-9][0-9]*$ ]] ||
+  die "DCACHE_BENCH_PRESSURE_TOUCHES/REPEATS: must be positive integers"
+[ "$p_limit_b" -gt "$p_ws_b" ] || die "DCACHE_BENCH_PRESSURE_LIMIT ($p_limit) must be above the working set ($p_ws)"
+IFS=, read -r -a p_runlist <<<"$p_runs"
+for x in "${p_runlist[@]}"; do
+  [[ $x =~ ^(rwf|norwf)\.(limit|whole)$ ]] || die "DCACHE_BENCH_PRESSURE_RUNS: '$x' is not KERNEL.MEMORY (rwf|norwf).(limit|whole)"
+done
+# the pressure workloads' variants: those of --variants that DCACHE_BENCH_PRESSURE_VARIANTS names
+pvlist=()
+for v in "${vlist[@]}"; do [[ ",$p_variants," != *",$v,"* ]] || pvlist+=("$v"); done
+# a time-based stream with touches: the WS starts with it, touches at TOUCH,
+# 2 TOUCH, ..., and the last one has half a TOUCH before the stream ends
+p_touch_runtime=$(awk -v t="$p_touch" -v n="$p_touches" 'BEGIN { printf "%g", n * t + t / 2 }')
 
 build=${DCACHE_BUILD_DIR:-$top/build}
 bench=$build/tools/dcache-bench
@@ -219,9 +304,11 @@ if [ "$inner" = 0 ]; then
   [ "$perf" = 0 ] || perf_arg=(--perf)
   quick_arg=()
   [ "$quick" = 0 ] || quick_arg=(--quick)
-  shared=() own=()
+  shared=() own=() pwl=()
   for w in "${wlist[@]}"; do
-    if [[ " ${server_workloads[*]} " == *" $w "* ]]; then own+=("$w"); else shared+=("$w"); fi
+    if [[ " ${server_workloads[*]} " == *" $w "* ]]; then own+=("$w")
+    elif [[ " ${pressure_workloads[*]} " == *" $w "* ]]; then pwl+=("$w")
+    else shared+=("$w"); fi
   done
   if [ ${#shared[@]} -gt 0 ]; then
     "$top/tests/e2e/with_server.sh" --exports "$exports" -- \
@@ -243,6 +330,42 @@ if [ "$inner" = 0 ]; then
              --variants "$v" --workloads "$w" "${quick_arg[@]}" || rc=$?
     done
   done
+  if [ ${#pwl[@]} -gt 0 ] && [ ${#pvlist[@]} -eq 0 ]; then
+    echo "$prog: ${pwl[*]}: none of the variants is in DCACHE_BENCH_PRESSURE_VARIANTS ($p_variants); skipped" >&2
+    mkdir -p "$out/pressure"
+    echo "no variant of --variants in DCACHE_BENCH_PRESSURE_VARIANTS ($p_variants)" >"$out/pressure/skipped"
+  elif [ ${#pwl[@]} -gt 0 ]; then
+    mkdir -p "$out/pressure"
+    # the variants' exports and the working set's: plain VFS, on the second
+    # filesystem (DCACHE_E2E_EXTRA_FS) mounted at MNT/ws
+    {
+      for v in "${pvlist[@]}"; do cat "$out/exports.$v.conf"; done
+      echo 'EXPORT { Export_Id = 18; Path = "@MNT@/ws/data"; Pseudo = /ws; Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys; FSAL { Name = VFS; } }'
+    } >"$out/exports.pressure.conf"
+    # the cold data sets (2 x STREAM, shared by reflink on XFS and btrfs,
+    # copied per variant on ext4), one write set at a time (truncated after
+    # each run), slack; the working set's filesystem: WS twice and slack
+    p_image=$((4 * p_stream_b + (2 << 30)))
+    [ "${DCACHE_E2E_FS:-xfs}" != ext4 ] || p_image=$((p_image + 2 * p_stream_b * ${#pvlist[@]}))
+    p_ws_image=$((2 * p_ws_b + (512 << 20)))
+    {
+      printf '{"ws": %d, "limit": %d, "stream": %d, "runtime": %s, "touch": %s, "touches": %d, "touch_runtime": %s,\n' \
+        "$p_ws_b" "$p_limit_b" "$p_stream_b" "$p_runtime" "$p_touch" "$p_touches" "$p_touch_runtime"
+      printf ' "solo": %s, "repeats": %d, "ws_bs": "%s", "runs": "%s", "variants": "%s", "fs": "%s"}\n' \
+        "$p_solo" "$p_repeats" "$p_ws_bs" "$p_runs" "$(IFS=,; echo "${pvlist[*]}")" "${DCACHE_E2E_FS:-xfs}"
+    } >"$out/pressure/config.json"
+    echo "pressure: WS $p_ws, memory group $p_limit, STREAM $p_stream, RUNTIME ${p_runtime}s, TOUCH every ${p_touch}s x $p_touches (stream ${p_touch_runtime}s), runs $p_runs, variants $(IFS=,; echo "${pvlist[*]}")" >>"$out/machine.txt"
+    p_kernels=()
+    for x in "${p_runlist[@]}"; do [[ " ${p_kernels[*]} " == *" ${x%.*} "* ]] || p_kernels+=("${x%.*}"); done
+    for k in "${p_kernels[@]}"; do
+      k_env=(-u DCACHE_TEST_NO_RWF_DONTCACHE)
+      [ "$k" = rwf ] || k_env=(DCACHE_TEST_NO_RWF_DONTCACHE=1)
+      env "${k_env[@]}" DCACHE_E2E_EXTRA_FS="ws:$p_ws_image" DCACHE_E2E_IMAGE_SIZE="$p_image" \
+        "$top/tests/e2e/with_server.sh" --no-default-exports --exports "$out/exports.pressure.conf" -- \
+        "$0" --inner-pressure "$k" --out "$out" --size "$size" --runtime "$runtime" --repeats 1 \
+             --variants "$(IFS=,; echo "${pvlist[*]}")" --workloads "$(IFS=,; echo "${pwl[*]}")" "${quick_arg[@]}" || rc=$?
+    done
+  fi
   echo "elapsed: $((SECONDS - start)) s" >>"$out/machine.txt"
   python3 "$top/tools/bench_report.py" "$out" || rc=${rc:-1}
   echo "$prog: results in $out (table.md, results.json, chart.png, chart-cpu.png, chart-pagecache.png)" >&2
@@ -255,17 +378,15 @@ fi
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
-fsal_stats() {  # $1 = file; the plugin's counters, all exports
-  dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
-    org.ganesha.nfsd.exportstats.GetFSALStats string:DCACHE >"$1" 2>&1 || true
+fsal_stats() {  # $1 = file; the plugin's counters, all exports (JSON)
+  "$top/tools/dcache-stats" --json >"$1" 2>&1 || true
 }
-# Counters are reset before each run, so the reply after it holds that
-# run's counts (and the export's own, the only one with traffic). An
-# older adapter put every entry of every export in one DBus STRUCT and
-# crashed ganesha.nfsd beyond ~5 busy exports; it now sends an array.
+# Counters are reset before each run, so what is read after it holds that
+# run's counts (and the export's own, the only one with traffic); $1 gets an
+# empty reading, the baseline.
 fsal_stats_reset() {
-  dbus-send --system --print-reply --dest=org.ganesha.nfsd /org/ganesha/nfsd/ExportMgr \
-    org.ganesha.nfsd.exportstats.ResetStats >"$1" 2>&1 || true
+  "$top/tools/dcache-stats" --json --reset >/dev/null 2>&1 || true
+  echo '{}' >"$1"
 }
 
 per_job=$((size_b / 16))
@@ -293,7 +414,7 @@ cg_enter() {  # controller file=value...: the server alone in a new group with t
   local c=$1 kv
   shift
   cg_mount "$c" || return 1
-  cg_group[$c]=${cg_root[$c]}/dcache-bench-$$
+  cg_group[$c]=${cg_root[$c]}/dcache-bench-$$${cg_suffix:-}
   mkdir -p "${cg_group[$c]}"
   for kv; do echo "${kv#*=}" >"${cg_group[$c]}/${kv%%=*}" || return 1; done
   echo "$DCACHE_PID" >"${cg_group[$c]}/cgroup.procs"
@@ -439,6 +560,237 @@ if [ "$own_server" = 1 ]; then
         memory) memory_run "$v" ;;
         overload) overload_run "$v" ;;
       esac
+    done
+  done
+  exit 0
+fi
+
+# ---- streaming beside a working set (the pressure workloads) ----
+# A server per kernel mode (--inner-pressure rwf|norwf) with the variants'
+# exports and the working set's (/ws: plain VFS, on a filesystem and loop
+# device of its own at DCACHE_MNT/ws). Every run: a memory group of its own
+# (cgroup v1: LIMIT, or none for `whole`), the page cache of every file of
+# the mount written back and dropped, the WS read once (so the new group is
+# charged for it), then the stream through the variant's export and the WS
+# readers, started together, the readers until the stream is over.
+# The group's and the system's counters are read before and after
+# (.sys0/.sys1); tools/bench_report.py takes the differences.
+if [ -n "$pressure_kernel" ]; then
+  pdir=$out/pressure
+  mkdir -p "$pdir"
+  [ -n "${DCACHE_EXTRA_LOOPDEV:-}" ] || { log "pressure: no working-set filesystem (DCACHE_E2E_EXTRA_FS)"; exit 2; }
+  if ! cg_mount memory; then
+    echo "no cgroup v1 memory controller (mount -t cgroup -o memory: $(cat "$out/runs/memory.mount.err" 2>/dev/null))" >"$pdir/skipped"
+    log "pressure skipped: no writable cgroup v1 memory controller"
+    exit 0
+  fi
+  ws_dir=$DCACHE_MNT/ws/data ws_url=nfs://$DCACHE_SERVER/ws
+  ws_file=$((p_ws_b / 4 / 1048576 * 1048576))
+  p_quarter=$((p_stream_b / 4 / 1048576 * 1048576)) p_sixteenth=$((p_stream_b / 16 / 1048576 * 1048576))
+  stream_timeout=$((600 + (p_stream_b >> 20) / 10))
+  ws_dev=${DCACHE_EXTRA_LOOPDEV##*/} main_dev=${DCACHE_LOOPDEV##*/}
+  mapfile -t kswapd_pids < <(pgrep '^kswapd[0-9]*$' || true)
+  verify_arg=()
+  [ "$p_verify" = 0 ] || verify_arg=(verify=1)
+  p_group=0
+
+  sys_snapshot() {  # file: the memory group's, the two devices' and the system's counters, now
+    local g=${cg_group[memory]:-} p t=0 f
+    {
+      echo "time $(date +%s.%N)"
+      if [ -n "$g" ]; then
+        sed 's/^/memcg./' "$g/memory.stat"
+        for f in failcnt max_usage_in_bytes usage_in_bytes limit_in_bytes; do
+          echo "memcg.$f $(cat "$g/memory.$f")"
+        done
+      fi
+      # pgscan/pgsteal_anon and _file count the group's limit reclaim too
+      # (cgroup v1's memory.stat has no reclaim counters), _kswapd and
+      # _direct only the machine's own
+      grep -E '^(pgscan|pgsteal|allocstall|workingset_refault|pgmajfault)' /proc/vmstat | sed 's/^/vmstat./'
+      # PSI: time in which some (all) tasks stalled on memory: reclaim,
+      # the group's limit reclaim included, and refaults
+      [ ! -r /proc/pressure/memory ] || awk '{ sub("total=", "", $5); print "psi." $1 "_us", $5 }' /proc/pressure/memory
+      for p in "${kswapd_pids[@]}"; do
+        t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+      done
+      echo "kswapd.ticks $t"
+      echo "clk_tck $(getconf CLK_TCK)"
+      awk '{ print "wsdev.reads", $1; print "wsdev.read_sectors", $3 }' "/sys/block/$ws_dev/stat"
+      awk '{ print "dev.reads", $1; print "dev.read_sectors", $3; print "dev.writes", $5; print "dev.write_sectors", $7 }' \
+        "/sys/block/$main_dev/stat"
+    } >"$1"
+  }
+  p_enter() {  # memory: the server alone in a fresh group, LIMIT or unlimited (whole)
+    local lim=-1
+    [ "$1" = whole ] || lim=$p_limit_b
+    p_group=$((p_group + 1))
+    cg_suffix=-p$p_group cg_enter memory "memory.limit_in_bytes=$lim"
+  }
+  p_warm() {  # base: every file's page cache dropped, then the WS read once, charged to the group
+    "$bench" url="$ws_url" rw=read bs=1M numjobs=4 iodepth=8 size="$ws_file" filename=ws --drop-cache "$DCACHE_MNT" \
+      --server-pid 0 --json "$1.warm.json" --no-progress 2>"$1.warm.err" || log "pressure: warming the WS failed ($1)"
+    echo 0 >"${cg_group[memory]}/memory.max_usage_in_bytes"
+  }
+  ws_args() {  # kind: the working set's readers (p_ws_job); each reads its quarter of WS
+    local common=(size="$ws_file" filename=ws time_based=1 "${verify_arg[@]}")
+    case $1 in
+      hot) p_ws_job=(rw=randread bs="$p_ws_bs" numjobs=4 iodepth=4 "${common[@]}") ;;
+      touch) p_ws_job=(rw=read bs="$p_ws_bs" numjobs=4 iodepth=4 pass_interval="$p_touch" "${common[@]}") ;;
+      lat) p_ws_job=(rw=randread bs="$p_ws_bs" numjobs=4 iodepth=1 thinktime=2000 "${common[@]}") ;;
+    esac
+  }
+  stream_args() {  # workload: p_stream_job, p_ws_kind, p_wfiles (the write set, emptied before and after)
+    p_wfiles=""
+    case $1 in
+      seq_write) p_stream_job=(rw=write bs=1M numjobs=1 iodepth=16 size="$p_stream_b" filename=sw truncate=1)
+                 p_wfiles=sw ;;
+      multi_write) p_stream_job=(rw=write bs=1M numjobs=16 iodepth=4 size="$p_sixteenth" filename=mw truncate=1)
+                   p_wfiles=mw ;;
+      seq_read) p_stream_job=(rw=read bs=1M numjobs=1 iodepth=16 size="$p_stream_b" filename=sr "${verify_arg[@]}") ;;
+      noisy_writer*|lat_reader)
+        p_stream_job=(rw=write bs=1M numjobs=4 iodepth=8 size="$p_quarter" filename=nw truncate=1 time_based=1
+                      runtime="$p_runtime")
+        p_wfiles=nw ;;
+      noisy_reader*)
+        p_stream_job=(rw=read bs=1M numjobs=4 iodepth=8 size="$p_quarter" filename=nr time_based=1 runtime="$p_runtime"
+                      "${verify_arg[@]}") ;;
+    esac
+    p_ws_kind=hot
+    case $1 in
+      *_touch) p_ws_kind="touch"; p_stream_job+=(runtime="$p_touch_runtime") ;;
+      lat_reader) p_ws_kind=lat ;;
+    esac
+  }
+  p_empty() {  # variant: its write set emptied (a run's stream data must not pile up on the image)
+    [ -z "$p_wfiles" ] || find "$DCACHE_MNT/$1" -maxdepth 1 -name "$p_wfiles.*" -exec truncate -s 0 {} +
+  }
+  p_log() {  # base: a line on what the run measured
+    python3 - "$1" <<'PY' >&2 || true
+import json, sys
+b = sys.argv[1]
+def load(x):
+    try:
+        return json.load(open(f"{b}.{x}.json"))
+    except (OSError, ValueError):
+        return None
+def kv(x):
+    try:
+        return {k: v for k, _, v in (l.strip().partition(" ") for l in open(f"{b}.{x}"))}
+    except OSError:
+        return {}
+s, w, a, z = load("stream"), load("ws"), kv("sys0"), kv("sys1")
+d = lambda k: int(float(z.get(k, 0))) - int(float(a.get(k, 0)))
+out = [b.rsplit("/", 1)[-1] + ":"]
+if s:
+    out.append(f"stream {s['total']['mib_s']:.0f} MiB/s")
+if w:
+    ws = w["passes"]["mib_s"] if "passes" in w else w["total"]["mib_s"]
+    out.append(f"WS {ws:.0f} MiB/s p99 {w['read']['lat_p99_us'] / 1000:.1f} ms")
+out.append(f"WS dev reads {d('wsdev.read_sectors') * 512 >> 20} MiB, limit hits {d('memcg.failcnt')}")
+print("[pressure] " + ", ".join(out))
+PY
+  }
+  p_run() {  # memory workload variant repeat: the stream beside the WS readers
+    local m=$1 w=$2 v=$3 r=$4 base sp wp src=0 wrc=0
+    base=$pdir/$pressure_kernel.$m.$w.$v.$r
+    stream_args "$w"
+    ws_args "$p_ws_kind"
+    rm -f "$base.stop"
+    p_empty "$v"
+    p_enter "$m" || { log "pressure: could not set up a memory group"; cg_leave memory; return 0; }
+    p_warm "$base"
+    sys_snapshot "$base.sys0"
+    fsal_stats_reset "$base.stats0"
+    # both connect first, then start together (--go-file); the WS readers
+    # stop when the stream is over (--stop-file), with no `timeout` around
+    # them: they also stop after runtime, or 60 s without a reply
+    timeout --kill-after=10 "$stream_timeout" "$bench" url="nfs://$DCACHE_SERVER/$v" "${p_stream_job[@]}" \
+      --label "$pressure_kernel/$m/$w/$v/$r" --sample-dir "$DCACHE_MNT/$v" --server-pid "$DCACHE_PID" \
+      --thread-interval-ms 500 --go-file "$base.go.stream" --json "$base.stream.json" --no-progress \
+      2>"$base.stream.err" &
+    sp=$!
+    "$bench" url="$ws_url" "${p_ws_job[@]}" runtime=$((stream_timeout + 60)) --stop-file "$base.stop" \
+      --label "$pressure_kernel/$m/$w/$v/$r/ws" --sample-dir "$ws_dir" --server-pid 0 --go-file "$base.go.ws" \
+      --json "$base.ws.json" --no-progress 2>"$base.ws.err" &
+    wp=$!
+    while { [ ! -e "$base.go.stream.ready" ] || [ ! -e "$base.go.ws.ready" ]; } &&
+          kill -0 "$sp" 2>/dev/null && kill -0 "$wp" 2>/dev/null; do
+      sleep 0.02
+    done
+    touch "$base.go.stream" "$base.go.ws"
+    wait "$sp" || src=$?
+    touch "$base.stop"
+    wait "$wp" || wrc=$?
+    sys_snapshot "$base.sys1"
+    fsal_stats "$base.stats1"
+    cg_leave memory
+    p_empty "$v"
+    rm -f "$base.stop" "$base".go.*
+    [ "$src" = 0 ] || { echo "$src" >"$base.stream.failed"; log "FAILED: $base stream (status $src): $(tail -n 2 "$base.stream.err" | tr '\n' ' ')"; }
+    [ "$wrc" = 0 ] || { echo "$wrc" >"$base.ws.failed"; log "FAILED: $base WS (status $wrc): $(tail -n 2 "$base.ws.err" | tr '\n' ' ')"; }
+    p_log "$base"
+  }
+  p_solo() {  # memory kind repeat solo|solo_end: the WS readers alone, in a group as the runs'
+    local m=$1 kind=$2 r=$3 base rc=0 rt=$p_solo
+    base=$pdir/$pressure_kernel.$m.$4.$kind.$r
+    ws_args "$kind"
+    [ "$kind" != touch ] || rt=$p_touch_runtime
+    p_enter "$m" || { cg_leave memory; return 0; }
+    p_warm "$base"
+    sys_snapshot "$base.sys0"
+    "$bench" url="$ws_url" "${p_ws_job[@]}" runtime="$rt" --label "$pressure_kernel/$m/$4/$kind/$r" \
+      --sample-dir "$ws_dir" --server-pid "$DCACHE_PID" --thread-interval-ms 500 --json "$base.ws.json" \
+      --no-progress 2>"$base.ws.err" || rc=$?
+    sys_snapshot "$base.sys1"
+    cg_leave memory
+    [ "$rc" = 0 ] || { echo "$rc" >"$base.ws.failed"; log "FAILED: $base (status $rc)"; }
+    p_log "$base"
+  }
+
+  log "pressure ($pressure_kernel): WS $p_ws, group $p_limit, STREAM $p_stream, variants ${vlist[*]}"
+  # the cold data sets, written once through the first variant's export;
+  # the others get reflinked copies (the same blocks on XFS and btrfs)
+  first=${vlist[0]}
+  if [[ " ${wlist[*]} " == *" noisy_reader"* ]]; then
+    "$bench" url="nfs://$DCACHE_SERVER/$first" rw=write bs=1M numjobs=4 iodepth=8 size="$p_quarter" filename=nr \
+      --server-pid 0 --json "$pdir/$pressure_kernel.layout.nr.json" --no-progress 2>"$pdir/$pressure_kernel.layout.err" ||
+      log "pressure: laying out nr failed"
+  fi
+  if [[ " ${wlist[*]} " == *" seq_read "* ]]; then
+    "$bench" url="nfs://$DCACHE_SERVER/$first" rw=write bs=1M numjobs=1 iodepth=16 size="$p_stream_b" filename=sr \
+      --server-pid 0 --json "$pdir/$pressure_kernel.layout.sr.json" --no-progress 2>>"$pdir/$pressure_kernel.layout.err" ||
+      log "pressure: laying out sr failed"
+  fi
+  for v in "${vlist[@]:1}"; do
+    find "$DCACHE_MNT/$first" -maxdepth 1 \( -name 'nr.*' -o -name 'sr.*' \) -exec cp --reflink=auto -t "$DCACHE_MNT/$v" {} +
+  done
+  # Ganesha's own memory as after a load (its arenas, the duplicate request
+  # cache): grown here, outside any group, so that no run's group is
+  # charged for what the first run of a server would otherwise allocate
+  p_prime=$(awk -v q="$quick" 'BEGIN { print q ? 1 : 3 }')
+  "$bench" url="nfs://$DCACHE_SERVER/$first" rw=write bs=1M numjobs=16 iodepth=4 size="$p_sixteenth" filename=mw \
+    truncate=1 time_based=1 runtime="$p_prime" --server-pid 0 --json /dev/null --no-progress 2>/dev/null &
+  "$bench" url="$ws_url" rw=randread bs="$p_ws_bs" numjobs=4 iodepth=4 size="$ws_file" filename=ws time_based=1 \
+    runtime="$p_prime" --server-pid 0 --json /dev/null --no-progress 2>/dev/null || true
+  wait || true
+  find "$DCACHE_MNT/$first" -maxdepth 1 -name 'mw.*' -exec truncate -s 0 {} +
+  # the solo runs each workload's WS readers need
+  p_kinds=()
+  for w in "${wlist[@]}"; do
+    stream_args "$w"
+    [[ " ${p_kinds[*]} " == *" $p_ws_kind "* ]] || p_kinds+=("$p_ws_kind")
+  done
+  for x in "${p_runlist[@]}"; do
+    [ "${x%.*}" = "$pressure_kernel" ] || continue
+    m=${x#*.}
+    for ((r = 1; r <= p_repeats; r++)); do
+      for kind in "${p_kinds[@]}"; do p_solo "$m" "$kind" "$r" solo; done
+      for w in "${wlist[@]}"; do
+        for v in "${vlist[@]}"; do p_run "$m" "$w" "$v" "$r"; done
+      done
+      # the WS alone again: how far the machine drifted during the runs
+      for kind in "${p_kinds[@]}"; do p_solo "$m" "$kind" "$r" solo_end; done
     done
   done
   exit 0

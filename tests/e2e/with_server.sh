@@ -17,6 +17,7 @@
 # COMMAND runs in the same namespaces with
 #   DCACHE_SERVER=127.0.0.1 DCACHE_MNT DCACHE_STATE DCACHE_LOG DCACHE_PID
 #   DCACHE_LOOPDEV (the loop device under DCACHE_MNT) DBUS_SYSTEM_BUS_ADDRESS
+#   DCACHE_EXTRA_LOOPDEV (DCACHE_E2E_EXTRA_FS's loop device, or empty)
 # and this script exits with COMMAND's status.
 #
 # Environment:
@@ -41,6 +42,12 @@
 #                          or btrfs (which refuses RWF_DONTCACHE and reports
 #                          no statx DIOALIGN)
 #   DCACHE_E2E_IMAGE_SIZE  size of the image (default 2G)
+#   DCACHE_E2E_EXTRA_FS=NAME:SIZE  a second filesystem of the same type, on
+#                          an image and loop device of its own (direct I/O
+#                          too), mounted at $mnt/NAME before the server
+#                          starts: exports under it are on their own device,
+#                          whose /sys/block/loopN/stat counts their I/O alone
+#                          (DCACHE_EXTRA_LOOPDEV names it to the command)
 #   DCACHE_E2E_IMAGE       an image to use (made if missing) and keep
 #   DCACHE_E2E_BACKEND     IO_Backend for every DCACHE export (io_uring, sync)
 #   DCACHE_E2E_SERVER_STOPS=1  the command stops ganesha.nfsd itself: an exit
@@ -174,7 +181,18 @@ fs_type=${DCACHE_E2E_FS:-xfs}
 image=${DCACHE_E2E_IMAGE:-$state/$fs_type.img}
 srv_fs_make "$image" "${DCACHE_E2E_IMAGE_SIZE:-2G}" "$fs_type" || exit 2
 srv_fs_mount "$image" "$mnt"
+loopdev=$srv_loopdev
 mkdir -p "$mnt/vfs" "$mnt/dcache"
+extra_loopdev=""
+if [ -n "${DCACHE_E2E_EXTRA_FS:-}" ]; then
+  extra_name=${DCACHE_E2E_EXTRA_FS%%:*} extra_size=${DCACHE_E2E_EXTRA_FS#*:}
+  if ! [[ $extra_name =~ ^[A-Za-z0-9_-]+$ ]] || [ "$extra_size" = "$DCACHE_E2E_EXTRA_FS" ]; then
+    die "DCACHE_E2E_EXTRA_FS=$DCACHE_E2E_EXTRA_FS: must be NAME:SIZE"
+  fi
+  srv_fs_make "$state/$extra_name.img" "$extra_size" "$fs_type" || exit 2
+  srv_fs_mount "$state/$extra_name.img" "$mnt/$extra_name"
+  extra_loopdev=$srv_loopdev
+fi
 plugins_dir=""
 if [ "${DCACHE_E2E_PLUGINS:-}" != stock ]; then
   plugins_dir=$state/plugins
@@ -277,7 +295,8 @@ fi
 # Run in the background and wait, so a SIGTERM to this script is handled at
 # once (bash defers traps while a foreground child runs).
 "${srv_in_ns[@]}" env DCACHE_SERVER=127.0.0.1 DCACHE_MNT="$mnt" DCACHE_STATE="$state" \
-  DCACHE_LOG="$state/ganesha.log" DCACHE_PID="$ganesha_pid" DCACHE_LOOPDEV="$srv_loopdev" \
+  DCACHE_LOG="$state/ganesha.log" DCACHE_PID="$ganesha_pid" DCACHE_LOOPDEV="$loopdev" \
+  DCACHE_EXTRA_LOOPDEV="$extra_loopdev" \
   DBUS_SYSTEM_BUS_ADDRESS="$DBUS_SYSTEM_BUS_ADDRESS" "$@" &
 cmd_pid=$!
 wait "$cmd_pid" && status=0 || status=$?

@@ -8,6 +8,7 @@
 // UNSTABLE (commit_tracker.hpp). See docs/benchmarks.md.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nfsc/libnfs.h>
@@ -65,6 +66,9 @@ struct cli_options {
   std::string drop_cache_dir;
   std::string label;
   bool dry_run = false;
+  unsigned thread_interval_ms = 50;  // 0: no thread sampling (CPU time only)
+  std::string stop_file;             // end the measured phase once this file exists
+  std::string go_file;               // create GO.ready when connected, start when GO exists
 };
 
 struct phase_result {
@@ -72,6 +76,12 @@ struct phase_result {
   std::uint64_t read_bytes = 0, write_bytes = 0, read_ops = 0, write_ops = 0;
   latency_recorder read_lat, write_lat, commit_lat, getattr_lat;
   std::uint64_t getattr_ops = 0;
+  // pass_interval: every complete pass of every job (a pass cut short by
+  // the end of the run is not counted)
+  latency_recorder pass_lat;
+  std::uint64_t passes = 0, pass_bytes = 0;
+  double pass_busy_s = 0;
+  bool stopped_by_file = false;  // --stop-file ended the phase
   commit_counts commits;
   std::uint64_t verify_bytes = 0, verify_errors = 0;
   std::string first_verify_error;
@@ -122,6 +132,9 @@ struct conn {
   // slow_writer: no new operation before this time
   clock_type::time_point not_before{};
   std::uint64_t probes = 0;  // probe: operations issued (even: GETATTR)
+  // pass_interval: when this job's next pass may start, and whether one runs
+  clock_type::time_point next_pass{}, pass_start{};
+  bool in_pass = false;
   std::vector<std::unique_ptr<op_slot>> free_slots;
   ~conn() {
     if (fh) nfs_close(nfs, fh);
@@ -145,6 +158,9 @@ struct engine {
   // in a too-small memory cgroup) fails the run instead of hanging it
   clock_type::time_point last_reply;
   static constexpr auto stall_limit = std::chrono::seconds(60);
+  std::string stop_file;  // --stop-file
+  bool stop_seen = false;
+  clock_type::time_point stop_checked{};
 
   void fail(const std::string& what) {
     ++res->errors;
@@ -167,6 +183,7 @@ struct engine {
   bool next_op(conn& c, bool& is_read, std::uint64_t& off, std::uint64_t& len) {
     const auto now = clock_type::now();
     if (spec.time_based ? now >= deadline : false) return false;
+    if (stop_requested()) return false;
     if (spec.rw == rw_mode::interleave) {
       std::uint64_t r = 0;
       if (spec.order == job_spec::record_order::stride) {
@@ -211,6 +228,7 @@ struct engine {
   void pump(conn& c) {
     while (!fatal && !c.stopped && !c.draining && c.inflight < spec.iodepth) {
       if (c.not_before > clock_type::now()) break;  // paced: run_loop pumps again
+      if (spec.pass_interval > 0 && !pass_ready(c)) break;
       bool is_read = false;
       std::uint64_t off = 0, len = 0;
       if (!next_op(c, is_read, off, len)) {
@@ -237,6 +255,48 @@ struct engine {
       }
       issue(c, is_read, off, len);
     }
+  }
+
+  // pass_interval: may c issue now? A pass is io_budget bytes; when they
+  // are issued and answered the pass is over, and the job waits for the
+  // next pass's start (pass_interval after the previous start, at once if
+  // that is past).
+  bool pass_ready(conn& c) {
+    const auto now = clock_type::now();
+    if (c.issued_bytes < io_budget(spec)) {
+      if (!c.in_pass) {
+        c.in_pass = true;
+        c.pass_start = now;
+      }
+      return true;
+    }
+    if (c.inflight) return false;  // the pass's last replies are not in yet
+    if (c.in_pass) {
+      const double secs = std::chrono::duration<double>(now - c.pass_start).count();
+      res->pass_lat.add(secs * 1e6);
+      res->pass_busy_s += secs;
+      res->pass_bytes += c.issued_bytes;
+      ++res->passes;
+      c.in_pass = false;
+    }
+    c.issued_bytes = 0;
+    c.cursor = 0;
+    c.next_pass +=
+        std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(spec.pass_interval));
+    if (c.next_pass < now) c.next_pass = now;
+    c.not_before = c.next_pass;
+    return c.not_before <= now && pass_ready(c);
+  }
+
+  // --stop-file: looked for at most every 20 ms
+  bool stop_requested() {
+    if (stop_file.empty() || stop_seen) return stop_seen;
+    const auto now = clock_type::now();
+    if (now - stop_checked < std::chrono::milliseconds(20)) return false;
+    stop_checked = now;
+    struct stat st {};
+    stop_seen = ::stat(stop_file.c_str(), &st) == 0;
+    return stop_seen;
   }
 
   void issue(conn& c, bool is_read, std::uint64_t off, std::uint64_t len) {
@@ -336,6 +396,11 @@ struct engine {
       c.not_before =
           clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                   std::chrono::duration<double, std::milli>(spec.probe_interval_ms));
+    if (spec.thinktime_us > 0)
+      c.not_before =
+          std::max(c.not_before,
+                   clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                           std::chrono::duration<double, std::micro>(spec.thinktime_us)));
     --c.inflight;
     c.free_slots.emplace_back(op);
     if (c.draining)
@@ -543,13 +608,20 @@ struct engine {
           return false;
         }
       }
+      // the stall clock runs only while something is in flight (a paced
+      // job or one between passes waits for nobody)
+      bool waiting = false;
+      for (const auto& c : conns) waiting = waiting || c->inflight || c->commit_inflight;
+      if (!waiting) last_reply = clock_type::now();
       if (clock_type::now() - last_reply > stall_limit) {
         fail("no reply from the server for 60 s");
         fatal = true;
         return false;
       }
-      if (spec.time_based && clock_type::now() >= deadline)
+      if ((spec.time_based && clock_type::now() >= deadline) || stop_requested()) {
+        if (stop_requested()) res->stopped_by_file = true;
         for (auto& c : conns) c->stopped = true;
+      }
       for (auto& c : conns)
         if (!c->stopped && !c->draining && c->inflight < spec.iodepth &&
             c->not_before != clock_type::time_point{} && c->not_before <= clock_type::now())
@@ -582,6 +654,7 @@ struct engine {
       c->writes_since_fsync = 0;
       c->own_next = 0;
       c->not_before = {};
+      c->in_pass = false;
       c->tracker = commit_tracker{};
       c->rng.seed(spec.seed * 1000003 + c->job);
     }
@@ -590,6 +663,13 @@ struct engine {
     last_reply = t0;
     deadline =
         t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(spec.runtime));
+    if (spec.pass_interval > 0)
+      for (auto& c : conns) {
+        // the first pass one interval after the start
+        c->next_pass = t0 + std::chrono::duration_cast<clock_type::duration>(
+                                std::chrono::duration<double>(spec.pass_interval));
+        c->not_before = c->next_pass;
+      }
     for (auto& c : conns) pump(*c);
     bool ok = run_loop(
         [&] {
@@ -625,6 +705,7 @@ engine* engine::self = nullptr;
                "  job keys: url nfs_version rw rwmixread bs record numjobs iodepth size io_size\n"
                "            time_based runtime verify seed fsync layout filename name\n"
                "            interleave_order (shared|stride) commit_at_end slow_writer\n"
+               "            thinktime (us) pass_interval (s) truncate\n"
                "  options:  --json FILE      write the JSON result there (default stdout)\n"
                "            --progress       live progress line on stderr (default: if a tty)\n"
                "            --sample-dir DIR server-side backing directory to sample (cachestat)\n"
@@ -632,7 +713,13 @@ engine* engine::self = nullptr;
                "            --drop-cache DIR write back and drop the page cache of DIR's files\n"
                "                             (posix_fadvise DONTNEED) before the measured phase\n"
                "            --label TEXT     copied into the JSON\n"
-               "            --dry-run        print the parsed job and exit\n");
+               "            --dry-run        print the parsed job and exit\n"
+               "            --thread-interval-ms N  sample the server's threads every N ms (default 50;\n"
+               "                             0: its CPU time only)\n"
+               "            --stop-file FILE end the measured phase (as if runtime were over) once FILE\n"
+               "                             exists (looked for every 20 ms)\n"
+               "            --go-file FILE   once connected and laid out, create FILE.ready and start the\n"
+               "                             measured phase when FILE exists (several clients at once)\n");
   std::exit(2);
 }
 
@@ -669,6 +756,12 @@ cli_options parse_cli(int argc, char** argv) {
       o.label = value("--label");
     else if (a == "--dry-run")
       o.dry_run = true;
+    else if (is("--thread-interval-ms"))
+      o.thread_interval_ms = static_cast<unsigned>(std::atoi(value("--thread-interval-ms").c_str()));
+    else if (is("--stop-file"))
+      o.stop_file = value("--stop-file");
+    else if (is("--go-file"))
+      o.go_file = value("--go-file");
     else if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
       const auto eq = a.find('=');
       overrides.emplace_back(a.substr(2, eq - 2), a.substr(eq + 1));
@@ -704,6 +797,27 @@ cli_options parse_cli(int argc, char** argv) {
     std::exit(2);
   }
   return o;
+}
+
+// --go-file: says it is ready (FILE.ready), then waits for FILE, at most 10 minutes.
+bool wait_for_go(const std::string& go) {
+  const std::string ready = go + ".ready";
+  const int fd = ::open(ready.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    std::fprintf(stderr, "dcache-bench: cannot create %s: %s\n", ready.c_str(), std::strerror(errno));
+    return false;
+  }
+  ::close(fd);
+  const auto until = clock_type::now() + std::chrono::minutes(10);
+  struct stat st {};
+  while (::stat(go.c_str(), &st) != 0) {
+    if (clock_type::now() > until) {
+      std::fprintf(stderr, "dcache-bench: %s did not appear within 10 minutes\n", go.c_str());
+      return false;
+    }
+    ::usleep(2000);
+  }
+  return true;
 }
 
 bool split_url(const std::string& url, std::string& server, std::string& exp) {
@@ -746,6 +860,10 @@ bool connect_all(engine& e, std::string& err) {
     if (rc != 0) rc = nfs_create(c->nfs, c->path.c_str(), O_RDWR | O_CREAT, 0644, &c->fh);
     if (rc != 0) {
       err = "open/create " + c->path + ": " + nfs_get_error(c->nfs);
+      return false;
+    }
+    if (s.truncate && nfs_ftruncate(c->nfs, c->fh, 0) != 0) {
+      err = "truncate " + c->path + ": " + nfs_get_error(c->nfs);
       return false;
     }
     auto* fh = reinterpret_cast<libnfs_fh_layout*>(nfs_get_fh(c->fh));
@@ -836,6 +954,7 @@ void write_dir(json_writer& j, const char* name, std::uint64_t bytes, std::uint6
   j.num("iops", secs > 0 ? static_cast<double>(ops) / secs : 0);
   j.num("lat_p50_us", lat.percentile(0.50));
   j.num("lat_p99_us", lat.percentile(0.99));
+  j.num("lat_p999_us", lat.percentile(0.999));
   j.num("lat_mean_us", lat.mean());
   j.num("lat_max_us", lat.max());
   j.close();
@@ -874,10 +993,11 @@ int main(int argc, char** argv) {
   if (o.dry_run) {
     std::printf("name=%s url=%s nfs_version=%d rw=%s rwmixread=%u bs=%" PRIu64 " record=%" PRIu64
                 " numjobs=%u iodepth=%u size=%" PRIu64 " io_size=%" PRIu64
-                " time_based=%d runtime=%g verify=%d seed=%" PRIu64 " fsync=%" PRIu64 " layout=%d\n",
+                " time_based=%d runtime=%g verify=%d seed=%" PRIu64 " fsync=%" PRIu64
+                " layout=%d thinktime=%g pass_interval=%g truncate=%d\n",
                 s.name.c_str(), s.url.c_str(), s.nfs_version, std::string(to_string(s.rw)).c_str(),
                 s.rwmixread, s.bs, s.record, s.numjobs, s.iodepth, s.size, io_budget(s), s.time_based,
-                s.runtime, s.verify, s.seed, s.fsync, s.layout);
+                s.runtime, s.verify, s.seed, s.fsync, s.layout, s.thinktime_us, s.pass_interval, s.truncate);
     if (s.rw == rw_mode::interleave) {
       const auto b = analyse_boundaries(e.order, s.record, 4096);
       std::printf("interleave: %zu records, %" PRIu64 " shared pages (%" PRIu64 " lower-first, %" PRIu64
@@ -937,15 +1057,20 @@ int main(int argc, char** argv) {
                    o.drop_cache_dir.c_str(), std::strerror(rc));
   }
 
+  if (!o.go_file.empty() && !wait_for_go(o.go_file)) return 1;
+
   sampler_config scfg;
   scfg.dir = o.sample_dir;
   scfg.server_pid = o.server_pid;
+  scfg.thread_interval_ms = o.thread_interval_ms;
   sampler smp(scfg);
   phase_result main_res;
   e.range = covered;
+  e.stop_file = o.stop_file;  // the measured phase only
   smp.start();
   const bool ok = e.run_phase(main_res, "run");
   smp.stop();
+  e.stop_file.clear();
 
   // Read-back verification after write-only jobs.
   phase_result readback;
@@ -1005,9 +1130,13 @@ int main(int argc, char** argv) {
   j.str("interleave_order", s.order == job_spec::record_order::stride ? "stride" : "shared");
   j.boolean("commit_at_end", s.commit_at_end);
   j.num("slow_writer", s.slow_writer);
+  j.num("thinktime_us", s.thinktime_us);
+  j.num("pass_interval", s.pass_interval);
+  j.boolean("truncate", s.truncate);
   j.close();
   const double secs = main_res.elapsed_s;
   j.num("elapsed_s", secs);
+  j.boolean("stopped_by_file", main_res.stopped_by_file);
   write_dir(j, "read", main_res.read_bytes, main_res.read_ops, main_res.read_lat, secs);
   write_dir(j, "write", main_res.write_bytes, main_res.write_ops, main_res.write_lat, secs);
   write_dir(j, "getattr", 0, main_res.getattr_ops, main_res.getattr_lat, secs);
@@ -1035,6 +1164,21 @@ int main(int argc, char** argv) {
   j.num("p99_us", main_res.commit_lat.percentile(0.99));
   j.num("max_us", main_res.commit_lat.max());
   j.close();
+  if (s.pass_interval > 0) {
+    // complete passes: each is one job's io_budget; mib_s is the rate of
+    // a pass of every job at once (numjobs x bytes / time, summed over passes)
+    j.open("passes");
+    j.u64("count", main_res.passes);
+    j.u64("bytes", main_res.pass_bytes);
+    j.num("busy_s", main_res.pass_busy_s);
+    j.num("mib_s", main_res.pass_busy_s > 0 ? static_cast<double>(main_res.pass_bytes) * s.numjobs /
+                                                  main_res.pass_busy_s / (1 << 20)
+                                            : 0);
+    j.num("p50_us", main_res.pass_lat.percentile(0.50));
+    j.num("p99_us", main_res.pass_lat.percentile(0.99));
+    j.num("max_us", main_res.pass_lat.max());
+    j.close();
+  }
   j.open("verify");
   j.boolean("enabled", s.verify);
   j.u64("bytes_checked", main_res.verify_bytes + readback.verify_bytes);

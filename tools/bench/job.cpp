@@ -245,6 +245,13 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
   if (key == "probe_interval_ms")
     return double_of(
         s.probe_interval_ms, [](double v) { return v >= 0 && v <= 60000; }, "milliseconds in 0..60000");
+  if (key == "thinktime")
+    return double_of(
+        s.thinktime_us, [](double v) { return v >= 0 && v <= 60e6; }, "microseconds in 0..60000000");
+  if (key == "pass_interval")
+    return double_of(
+        s.pass_interval, [](double v) { return v >= 0 && v <= 86400; }, "seconds in 0..86400");
+  if (key == "truncate") return bool_of(s.truncate);
   if (key == "slow_writer")
     return double_of(
         s.slow_writer, [](double v) { return v >= 1 && v <= 100; }, "a factor in 1..100");
@@ -308,6 +315,12 @@ std::optional<parse_error> validate(const job_spec& s) {
     return parse_error{"bs (" + std::to_string(s.bs) + ") is larger than size (" + std::to_string(s.size) +
                        ")"};
   }
+  if (s.pass_interval > 0 && !s.time_based)
+    return parse_error{"pass_interval needs time_based=1 and runtime (passes repeat until then)"};
+  if (s.pass_interval > 0 && (s.rw == rw_mode::interleave || s.rw == rw_mode::probe))
+    return parse_error{"pass_interval: not with rw=interleave or rw=probe"};
+  if (s.truncate && (reads_at_all(s.rw, s.rwmixread) || is_random(s.rw)))
+    return parse_error{"truncate=1 is for sequential write-only jobs (it would empty what the job reads)"};
   return std::nullopt;
 }
 

@@ -50,7 +50,16 @@ struct job_spec {
   double slow_writer = 1;         // job 0 runs this many times slower (paced after each WRITE)
   bool layout = true;             // create and fill files that are read but do not exist
   double probe_interval_ms = 10;  // probe: pause after each answer
-  std::string filename;           // base name; default = name
+  // fio's thinktime: each job pauses this many microseconds after every
+  // completed operation before it issues the next (paced readers, whose
+  // latency is the server's and not their own queue's)
+  double thinktime_us = 0;
+  // Passes (with time_based): each job reads (or writes) io_budget bytes,
+  // one pass every pass_interval seconds, the first one pass_interval
+  // after the start: a working set touched every N seconds. 0 = off.
+  double pass_interval = 0;
+  bool truncate = false;  // write-only jobs: truncate each file to 0 when opening it
+  std::string filename;   // base name; default = name
 };
 
 // A parse failure: what was wrong and where.

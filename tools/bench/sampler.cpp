@@ -137,8 +137,11 @@ std::map<std::string, std::int64_t> read_vmstat_reclaim() {
   std::string key;
   std::int64_t v = 0;
   while (in >> key >> v) {
+    // pgscan/pgsteal_anon and _file count every reclaim, a memory group's
+    // limit reclaim too, which the _kswapd and _direct ones leave out
     if (key == "pgscan_kswapd" || key == "pgsteal_kswapd" || key == "pgscan_direct" ||
-        key == "pgsteal_direct" || key.rfind("allocstall_", 0) == 0 || key == "workingset_refault_file")
+        key == "pgsteal_direct" || key.rfind("allocstall_", 0) == 0 || key == "workingset_refault_file" ||
+        key == "pgscan_anon" || key == "pgscan_file" || key == "pgsteal_anon" || key == "pgsteal_file")
       out[key] = v;
   }
   return out;
@@ -326,7 +329,7 @@ void sampler::loop() {
       next += every;
       if (next < now) next = now + every;
     }
-    if (_cfg.server_pid > 0 && now >= next_t) {
+    if (_cfg.server_pid > 0 && _cfg.thread_interval_ms > 0 && now >= next_t) {
       sample_threads();
       next_t += every_t;
       if (next_t < now) next_t = now + every_t;
@@ -364,7 +367,7 @@ void sampler::stop() {
   if (_thread.joinable()) _thread.join();
   sample_once();  // the final residency
   // a run shorter than the first tick still gets one look at the threads
-  if (_cfg.server_pid > 0 && _result.threads.samples == 0) sample_threads();
+  if (_cfg.server_pid > 0 && _cfg.thread_interval_ms > 0 && _result.threads.samples == 0) sample_threads();
   const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
   if (_cfg.server_pid > 0) {
     if (auto t = read_proc_cpu_ticks(_cfg.server_pid)) {

@@ -41,7 +41,7 @@ struct sampler_config {
   int server_pid = 0;        // 0: no CPU sampling
   std::string block_device;  // "" = find it from dir's mount
   unsigned interval_ms = 100;
-  unsigned thread_interval_ms = 50;  // thread-state sampling of server_pid
+  unsigned thread_interval_ms = 50;  // thread-state sampling of server_pid (0: none, CPU time only)
 };
 
 // One look at a process's threads (/proc/PID/task/*): how many exist, how

@@ -6,7 +6,13 @@
 # that every IO_Backend = sync twin got its io_uring/sync ratio; that the
 # latency probe was answered beside the throttled streaming load; that
 # the servers of the memory and overload workloads gave back their memory
-# after the load and made requests wait for a place under overload.
+# after the load and made requests wait for a place under overload; that
+# the pressure workloads (streaming beside a working set, the server in a
+# memory group) ran for vfs, dontcache and direct with and without
+# RWF_DONTCACHE (DCACHE_TEST_NO_RWF_DONTCACHE=1), their working set read
+# and verified beside every stream, the group's counters read, and that
+# without RWF_DONTCACHE dontcache took its fallback (and with it, on a
+# kernel that has it on XFS, did not).
 #   bench_smoke.sh BUILD_DIR
 set -euo pipefail
 build=$(realpath "$1")
@@ -18,6 +24,10 @@ rc=0
 DCACHE_BENCH_MEMORY_LOAD=5 DCACHE_BENCH_MEMORY_IDLE=4 DCACHE_BENCH_OVERLOAD_LOAD=2 \
   DCACHE_BENCH_MEMORY_VARIANTS=vfs,direct DCACHE_BENCH_OVERLOAD_VARIANTS=direct,direct_sync \
   DCACHE_BENCH_LATENCY_VARIANTS=vfs,direct,direct_sync \
+  DCACHE_BENCH_PRESSURE_VARIANTS=vfs,dontcache,direct DCACHE_BENCH_PRESSURE_RUNS=rwf.limit,norwf.limit \
+  DCACHE_BENCH_PRESSURE_WS=16M DCACHE_BENCH_PRESSURE_LIMIT=96M DCACHE_BENCH_PRESSURE_STREAM=256M \
+  DCACHE_BENCH_PRESSURE_RUNTIME=1.5 DCACHE_BENCH_PRESSURE_TOUCH=0.75 DCACHE_BENCH_PRESSURE_TOUCHES=1 \
+  DCACHE_BENCH_PRESSURE_SOLO=1 DCACHE_BENCH_PRESSURE_VERIFY=1 \
   DCACHE_BUILD_DIR=$build "$top/tools/bench-report.sh" --quick --size 32M --runtime 1 --out "$out/r" || rc=$?
 python3 - "$out/r/results.json" <<'PY'
 import json, sys
@@ -100,6 +110,47 @@ elif sorted(over) != sorted(["direct", "direct_sync"]):
     bad.append(f"overload: variants {sorted(over)}")
 elif not over["direct"]["plugin"].get("admission_waits"):
     bad.append("overload/direct: no request waited for a place")
+# streaming beside a working set: every workload, variant and kernel mode
+# with the working set read (and verified) beside the stream, the group's
+# counters, the solo runs the ratios need; the DONTCACHE fallback taken
+# exactly where RWF_DONTCACHE was refused
+import os, re
+pressure = r.get("pressure")
+if "pressure" in r["skipped"]:
+    print(f"bench_smoke: pressure skipped: {r['skipped']['pressure']}")
+elif not pressure:
+    bad.append("pressure: no results")
+else:
+    prow = {(x["kernel"], x["workload"], x["variant"]): x for x in pressure["rows"]}
+    for k in ("rwf", "norwf"):
+        for w in ("seq_write", "seq_read", "multi_write", "noisy_writer", "noisy_writer_touch", "noisy_reader",
+                  "noisy_reader_touch", "lat_reader"):
+            for v in ("vfs", "dontcache", "direct"):
+                x = prow.get((k, w, v))
+                if x is None:
+                    bad.append(f"pressure {k}/{w}/{v}: missing")
+                    continue
+                if x.get("errors") or not x.get("stream_mib_s"):
+                    bad.append(f"pressure {k}/{w}/{v}: {x.get('errors')} errors, stream {x.get('stream_mib_s')} MiB/s")
+                if not x.get("ws_ops") or not x.get("ws_verify_bytes"):
+                    bad.append(f"pressure {k}/{w}/{v}: working set {x.get('ws_ops')} READs, "
+                               f"{x.get('ws_verify_bytes')} bytes verified")
+                if x.get("limit_hits") is None or x.get("ws_dev_reads") is None or x.get("limit_mib") != 96:
+                    bad.append(f"pressure {k}/{w}/{v}: group {x.get('limit_mib')} MiB, limit hits "
+                               f"{x.get('limit_hits')}, WS device reads {x.get('ws_dev_reads')}")
+                if not w.endswith("_touch") and x.get("ws_x_solo") is None:
+                    bad.append(f"pressure {k}/{w}/{v}: no ratio to the working set alone")
+                fb = x["plugin"].get("fallback_no_dontcache", 0)
+                if v == "dontcache" and k == "norwf" and not fb:
+                    bad.append(f"pressure {k}/{w}/{v}: no DONTCACHE fallback without RWF_DONTCACHE")
+                # XFS has RWF_DONTCACHE from 6.15
+                rel = tuple(int(n) for n in re.findall(r"\d+", os.uname().release)[:2])
+                if v == "dontcache" and k == "rwf" and fb and rel >= (6, 15):
+                    bad.append(f"pressure {k}/{w}/{v}: {fb} DONTCACHE fallbacks on {os.uname().release}")
+    for x in pressure["solo"]:
+        if not x.get("ws_ops") or (x["variant"] == "touch" and not x.get("ws_passes")):
+            bad.append(f"pressure solo {x['kernel']}/{x['workload']}/{x['variant']}: {x.get('ws_ops')} READs, "
+                       f"{x.get('ws_passes')} passes")
 for f in r["failures"]:
     bad.append(f)
 if bad:

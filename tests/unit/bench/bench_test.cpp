@@ -18,6 +18,7 @@
 #include "commit_tracker.hpp"
 #include "interleave.hpp"
 #include "job.hpp"
+#include "latency.hpp"
 #include "pattern.hpp"
 #include "sampler.hpp"
 
@@ -150,6 +151,61 @@ TEST(JobParse, ValidateCrossFieldRules)
 	EXPECT_EQ(db::io_budget(s), s.size);
 	s.io_size = 4096;
 	EXPECT_EQ(db::io_budget(s), 4096u);
+}
+
+TEST(JobParse, PacingPassesAndTruncate)
+{
+	db::job_spec s;
+	ASSERT_FALSE(db::apply_setting(s, "thinktime", "2000"));
+	EXPECT_DOUBLE_EQ(s.thinktime_us, 2000.0);
+	ASSERT_FALSE(db::apply_setting(s, "pass_interval", "8"));
+	EXPECT_DOUBLE_EQ(s.pass_interval, 8.0);
+	ASSERT_FALSE(db::apply_setting(s, "pass_interval", "0.5"));
+	EXPECT_DOUBLE_EQ(s.pass_interval, 0.5);
+	ASSERT_FALSE(db::apply_setting(s, "truncate", "1"));
+	EXPECT_TRUE(s.truncate);
+	EXPECT_TRUE(db::apply_setting(s, "thinktime", "-1"));
+	EXPECT_TRUE(db::apply_setting(s, "pass_interval", "-2"));
+	EXPECT_TRUE(db::apply_setting(s, "pass_interval", "forever"));
+	EXPECT_TRUE(db::apply_setting(s, "truncate", "perhaps"));
+}
+
+TEST(JobParse, PassesNeedATimeBasedJobAndTruncateAWriteOnlyOne)
+{
+	db::job_spec s;
+	s.url = "nfs://h/e";
+	s.rw = db::rw_mode::read;
+	s.pass_interval = 8;
+	auto e = db::validate(s);
+	ASSERT_TRUE(e) << "passes without time_based";
+	EXPECT_NE(e->message.find("pass_interval"), std::string::npos) << e->message;
+	s.time_based = true;
+	s.runtime = 30;
+	EXPECT_FALSE(db::validate(s));
+	s.rw = db::rw_mode::probe;
+	EXPECT_TRUE(db::validate(s)) << "passes of a probe";
+	s.rw = db::rw_mode::write;
+	s.pass_interval = 0;
+	s.truncate = true;
+	EXPECT_FALSE(db::validate(s));
+	for (auto m : {db::rw_mode::read, db::rw_mode::rw, db::rw_mode::randwrite, db::rw_mode::randrw}) {
+		s.rw = m;
+		EXPECT_TRUE(db::validate(s)) << "truncate with rw=" << db::to_string(m);
+	}
+}
+
+TEST(Latency, PercentilesUpToTheThousandth)
+{
+	db::latency_recorder r;
+	for (int i = 1; i <= 1000; ++i)
+		r.add(i);
+	EXPECT_DOUBLE_EQ(r.percentile(0.50), 501.0);
+	EXPECT_DOUBLE_EQ(r.percentile(0.99), 991.0);
+	EXPECT_DOUBLE_EQ(r.percentile(0.999), 1000.0);
+	EXPECT_DOUBLE_EQ(r.max(), 1000.0);
+	db::latency_recorder few;
+	few.add(7);
+	EXPECT_DOUBLE_EQ(few.percentile(0.999), 7.0) << "one sample is every percentile";
 }
 
 // --------------------------------------------------------------- patterns --
