@@ -235,7 +235,7 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 			const std::uint64_t last =
 				(len == 0 || len > UINT64_MAX - offset) ? UINT64_MAX : (offset + len - 1) / k_page_size;
 			exp->stats.add(stat::boundary_kept_at_commit, exp->boundary.pages(file->boundary, first, last));
-			exp->boundary.reap(boundary_tracker::clock::now(), aged);
+			exp->boundary.reap(exp->now(), aged);
 		}
 		// fadvise mode: the COMMIT's fsync left the range clean, so
 		// DONTNEED drops it; len 0 is posix_fadvise's own "to end of file".

@@ -66,6 +66,11 @@ struct dcache_export {
 	// Half-written boundary pages of every file of the export (the ceiling
 	// is per export); Boundary_Max_Pages / _Max_Age_Ms live in it.
 	dcache::core::boundary_tracker boundary{stats};
+	// The export's time, wherever the core reads it (the boundary pages'
+	// age): steady_clock's, or a test's own, set before any request.
+	using time_point = dcache::core::boundary_tracker::clock::time_point;
+	time_point (*clock)() noexcept = &dcache::core::boundary_tracker::clock::now;
+	[[nodiscard]] time_point now() const noexcept { return clock(); }
 	std::atomic<std::uint32_t> logged{0}; // log-once bits (log.h)
 	// Requests not yet finished.  Counted without a lock; the last one
 	// out takes inflight_mutex, so the export is never deleted between

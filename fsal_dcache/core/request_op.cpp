@@ -13,8 +13,7 @@ namespace dcache::core {
 
 request_op::request_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done, void *done_ctx)
 	: _iovs(in.iov, in.iov + in.iov_count), _io{in.fd, in.offset, _iovs.data(), in.iov_count, in.stable, in.creds},
-	  _e(e), _f(f), _s(e.settings.current()), _caller_fd(in.fd), _done(done), _done_ctx(done_ctx),
-	  _start(std::chrono::steady_clock::now())
+	  _e(e), _f(f), _s(e.settings.current()), _caller_fd(in.fd), _done(done), _done_ctx(done_ctx), _start(e.now())
 {
 	_total = iov_total(_io.iov, _io.iov_count);
 	inflight_add(e);
@@ -142,9 +141,9 @@ dcache_io_result request_op::retire(request_op *op, bool deferred) noexcept
 	dcache_export &e = op->_e;
 	if (op->_admitted)
 		admit_done(e);
-	e.stats.record(op->op(), static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-								    std::chrono::steady_clock::now() - op->_start)
-								    .count()));
+	e.stats.record(op->op(),
+		       static_cast<std::uint64_t>(
+			       std::chrono::duration_cast<std::chrono::nanoseconds>(e.now() - op->_start).count()));
 	const dcache_io_result res = op->_res;
 	const dcache_io_done_fn done = op->_done;
 	void *const ctx = op->_done_ctx;

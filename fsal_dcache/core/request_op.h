@@ -135,7 +135,7 @@ private:
 
 	const dcache_io_done_fn _done;
 	void *const _done_ctx;
-	const std::chrono::steady_clock::time_point _start;
+	const dcache_export::time_point _start; // the export's clock
 };
 
 // Counts a READ's or WRITE's plan by its disposition.

@@ -88,7 +88,7 @@ private:
 void write_op::plan()
 {
 	// Opportunistic age limit: the tracker has no thread of its own.
-	_e.boundary.reap(boundary_tracker::clock::now(), _releases);
+	_e.boundary.reap(_e.now(), _releases);
 	add(stat::writes);
 	const std::span<const struct iovec> iov(_io.iov, static_cast<std::size_t>(_io.iov_count));
 	plan_caps pc;
@@ -184,8 +184,7 @@ bool write_op::issue_step(io::request &req)
 	step &st = _steps.items[_idx];
 	_cur = slice(_io.iov, _io.iov_count, st.offset - _io.offset, st.length);
 	if (st.kind == step_kind::tracked) {
-		if (_e.boundary.claim(_f.boundary, st.offset / k_page_size, boundary_tracker::clock::now(),
-				      _releases)) {
+		if (_e.boundary.claim(_f.boundary, st.offset / k_page_size, _e.now(), _releases)) {
 			DCACHE_SYNC_POINT("boundary.claim");
 		} else {
 			st.kind = step_kind::dontcache; // refused: the ordinary edge

@@ -406,10 +406,12 @@ TEST_F(boundary, ceiling_evicts_another_files_page_through_its_direct_descriptor
 TEST_F(boundary, age_limit_releases_on_a_later_call)
 {
 	make(with([](dcache_settings &s) { s.boundary_max_age_ms = 20; }));
+	exp->clock = &manual_clock::now; // time passes when the test says
 	ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);
+	manual_clock::advance(std::chrono::milliseconds(19));
 	ASSERT_EQ(write(64 * k_page, k_page).error, 0); // aligned: nothing held
 	EXPECT_EQ(stat_of(exp, "boundary_released_by_age"), 0u) << "not old yet";
-	std::this_thread::sleep_for(std::chrono::milliseconds(40));
+	manual_clock::advance(std::chrono::milliseconds(21));
 	EXPECT_EQ(releases_of(3), 0u) << "no timer thread: nothing happens until a call";
 	ASSERT_EQ(write(64 * k_page, k_page).error, 0);
 	EXPECT_EQ(stat_of(exp, "boundary_released_by_age"), 1u);
@@ -418,7 +420,7 @@ TEST_F(boundary, age_limit_releases_on_a_later_call)
 
 	// COMMIT on another file reaps aged pages of this one as well.
 	ASSERT_EQ(write(0, 3 * k_page + 100).error, 0);
-	std::this_thread::sleep_for(std::chrono::milliseconds(40));
+	manual_clock::advance(std::chrono::milliseconds(40));
 	EXPECT_EQ(dcache_after_commit(exp, file2, k_fd2, 0, 0, 1), 0);
 	EXPECT_EQ(stat_of(exp, "boundary_released_by_age"), 2u);
 	EXPECT_EQ(releases_of(3), 2u);

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -55,6 +57,20 @@ inline std::uint64_t stat_of(const dcache_export *e, const char *name)
 	ADD_FAILURE() << "no counter named " << name;
 	return 0;
 }
+
+// A clock the test moves by hand, for an export's clock (dcache_export::
+// clock): time passes only when advance() says so.
+struct manual_clock {
+	static inline std::atomic<std::int64_t> ns{0};
+	static dcache_export::time_point now() noexcept
+	{
+		return dcache_export::time_point(std::chrono::nanoseconds(ns.load()));
+	}
+	static void advance(std::chrono::milliseconds d) noexcept
+	{
+		ns += std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+	}
+};
 
 // Fixture base: an export over a backend the test owns, and one file of it.
 class core_test : public ::testing::Test {
