@@ -30,8 +30,12 @@ if [ "${1:-}" = --inside ]; then
     "$(dirname "$0")/../../tools/dcache-stats" --json >/dev/null
   fi
   kill -TERM "$DCACHE_PID"
-  # it is the harness's child: once it exits it is a zombie until reaped
-  running() { [ -e "/proc/$DCACHE_PID" ] && [ "$(ps -o stat= -p "$DCACHE_PID" | cut -c1)" != Z ]; }
+  # it is the harness's child: once it exits it is a zombie until reaped,
+  # and once reaped its pid may soon be another process's (pid_max 32768)
+  running() {
+    [ "$(cat "/proc/$DCACHE_PID/comm" 2>/dev/null)" = ganesha.nfsd ] &&
+      [ "$(ps -o stat= -p "$DCACHE_PID" | cut -c1)" != Z ]
+  }
   for ((i = 0; i < 300; i++)); do running || break; sleep 0.1; done
   ! running || { echo "$prog: ganesha.nfsd did not stop" >&2; exit 1; }
   # the shutdown's CRIT and MAJ messages, without time, pid and thread
