@@ -74,6 +74,7 @@ public:
 					"dcache %s: write-back and drop (sync_file_range, posix_fadvise) failed: %s",
 					e.name, std::strerror(r.error));
 		}
+		e.stats.sub(stat::drops_pending);
 		delete this;	  // the descriptor with it
 		inflight_done(e); // the export may go from here on
 	}
@@ -128,6 +129,7 @@ bool queue_later(dcache_export &e, const fd_ref &fd, std::uint64_t offset, std::
 		return false;
 	e.stats.add(stat::fadvise_calls);
 	e.stats.add(stat::drops_deferred);
+	e.stats.add(stat::drops_pending);
 	later.add(w);
 	return true;
 }

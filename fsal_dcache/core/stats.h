@@ -40,7 +40,7 @@ namespace dcache::core {
 	X(steps_in_caller) X(steps_blocking_in_caller) X(drops_deferred)            \
 	X(admission_waits)                                                                \
 	X(dio_align_statx) X(dio_align_xfs_dioinfo) X(dio_align_btrfs)                    \
-	X(dio_align_block_device) X(dio_align_none)
+	X(dio_align_block_device) X(dio_align_none) X(drops_pending)
 // clang-format on
 
 enum class stat : std::size_t {
@@ -63,7 +63,8 @@ inline constexpr std::array<const char *, k_stat_count> k_stat_names = {
 // sub() would wrap it.
 [[nodiscard]] constexpr bool is_gauge(stat s) noexcept
 {
-	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current || s == stat::backend_io_uring;
+	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current || s == stat::backend_io_uring ||
+	       s == stat::drops_pending;
 }
 
 // Service times of one kind of request.  min/max are kept with CAS loops;

@@ -389,9 +389,11 @@ TEST_F(engine_async, a_dontcache_fallback_writes_back_before_the_reply_and_drops
 	EXPECT_EQ(ab.front().op, op_kind::flush_drop);
 	EXPECT_EQ(ab.front().offset, 0u);
 	EXPECT_EQ(ab.front().length, 8192u);
+	EXPECT_EQ(stat_of(exp, "drops_pending"), 1u) << "queued, not yet done";
 	ab.release_one();
 	EXPECT_EQ(ab.pending(), 0u);
 	EXPECT_EQ(stat_of(exp, "drops_deferred"), 1u);
+	EXPECT_EQ(stat_of(exp, "drops_pending"), 0u);
 	expect_file_is(0, data);
 }
 

@@ -295,8 +295,15 @@ struct residency {
 
 // The file's page cache once its write-back is done and the drops that
 // follow a reply have run (they go after the reply, off the request's
-// path): until three readings 100 ms apart agree, for at most 5 s.
-residency measure(const std::string& path) {
+// path): until the export has none pending (its drops_pending gauge, for at
+// most 30 s), then until three readings 100 ms apart agree, for at most 5 s.
+residency measure(const std::string& path, int export_id) {
+  for (int i = 0; i < 300; ++i) {
+    fsal_stats s;
+    std::string why;
+    if (s.load(why) != 0 || s.get(export_id, "drops_pending") == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   residency r;
   const int rc = wait_clean(path, 30'000, r.cs);
   EXPECT_EQ(rc, 0) << path << ": writeback did not finish: " << describe(r.cs) << " (" << std::strerror(-rc)
@@ -382,7 +389,7 @@ TEST_P(residency_test, write_then_commit_aligned_1mib) {
     ASSERT_EQ(f.pwrite_all(o, pattern(7, o, k_mib)), 0) << c.last_error();
   ASSERT_EQ(f.fsync(), 0) << c.last_error();
   const auto after = stats_now();
-  const auto r = measure(backing_dir(e) + "/resident_write");
+  const auto r = measure(backing_dir(e) + "/resident_write", e.id);
   check(e, "write_aligned", r.cached_bytes, k_residency_bytes);
   std::printf(
       "MEASURE counters export=%s writes=%llu write_direct=%llu write_split=%llu bounce=%llu "
@@ -454,7 +461,7 @@ TEST_P(residency_direct, write_then_commit_misaligned_records) {
   ASSERT_EQ(f.fsync(), 0) << c.last_error();
   const auto after = stats_now();
   const std::string path = backing_dir(e) + "/resident_misaligned";
-  const auto r = measure(path);
+  const auto r = measure(path, e.id);
   if (e.id != 38) {
     EXPECT_EQ(delta(before, after, e.id, "write_split"), l.records.size());
   }
@@ -528,7 +535,7 @@ TEST_P(residency_test, read_uncached_file) {
     ASSERT_EQ(f.pread_full(o, buf), static_cast<long long>(k_mib));
     ASSERT_EQ(first_difference(buf, pattern(9, o, k_mib)), -1) << "READ at " << o;
   }
-  auto r = measure(path);
+  auto r = measure(path, e.id);
   check(e, "read_aligned", r.cached_bytes, k_residency_bytes);
   if (!is(e.read_mode, "buffered") && r.cached_bytes > k_residency_bytes / 50)
     std::printf("  cached after read: %s\n", cached_runs(path, k_residency_bytes).c_str());
@@ -546,7 +553,7 @@ TEST_P(residency_test, read_uncached_file) {
   const auto after = stats_now();
   EXPECT_GT(delta(before, after, e.id, "read_direct"), 0u);
   EXPECT_GT(delta(before, after, e.id, "read_bounce_copies"), 0u);
-  r = measure(path);
+  r = measure(path, e.id);
   check(e, "read_misaligned", r.cached_bytes, moved);
 }
 
