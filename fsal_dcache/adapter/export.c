@@ -375,6 +375,14 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 	if (!FSAL_IS_ERROR(status)) {
 		dcache_export_update(exp->core, &settings);
 		log_settings(exp, "updated", &settings);
+	} else {
+		/* VFS refuses what it applies only at a start (fsid_type,
+		 * async_hsm_restore changed in its block); dcache-check cannot
+		 * know what the export started with. Say so in DCACHE's words,
+		 * so that every refusal of an update ends in the same line. */
+		LogCrit(COMPONENT_CONFIG,
+			"DCACHE: export %u (%s): FSAL %s refused the update (see its message above); update refused, the export keeps its current settings",
+			exp->export_id, exp->path, args.subfsal.name);
 	}
 	dcache_export_args_free(&args);
 	return status;

@@ -124,16 +124,15 @@ ganesha_deb=$(query -W -f='${Version}' nfs-ganesha)
 depends=$(query -W -f='${Depends}' "$pkg")
 [[ "$depends" == "nfs-ganesha (= $ganesha_deb), nfs-ganesha-vfs (= $ganesha_deb), "* ]] &&
   pass "Depends on nfs-ganesha and nfs-ganesha-vfs (= $ganesha_deb)" || fail "Depends: $depends"
-for f in "$fsal_dir/libfsaldcache.so" /usr/bin/dcache-check /usr/bin/dcache-stats /usr/bin/dcache-roll /etc/ganesha/dcache.conf; do
+for f in "$fsal_dir/libfsaldcache.so" /usr/bin/dcache-check /usr/bin/dcache-stats /etc/ganesha/dcache.conf; do
   [ -e "$root$f" ] && pass "installed $root$f" || fail "$root$f missing"
 done
 query -W -f='${Conffiles}' "$pkg" | grep -q ' /etc/ganesha/dcache.conf ' &&
   pass "/etc/ganesha/dcache.conf is a conffile" || fail "/etc/ganesha/dcache.conf is not a conffile"
-for page in ganesha-dcache-config dcache-check dcache-stats dcache-roll; do
+for page in ganesha-dcache-config dcache-check dcache-stats; do
   p=$(in_root man -w "$page" 2>/dev/null) && [ "${p#/usr/share/man/man8/}" != "$p" ] &&
     pass "man $page: $p${root:+ (in the root)}" || fail "man $page not found"
 done
-in_root /usr/bin/dcache-roll --help >/dev/null && pass "/usr/bin/dcache-roll --help" || fail "dcache-roll --help"
 # the installed validator, with its RUNPATH to Ganesha's private library:
 # both example exports would be served
 check_out=$(in_root /usr/bin/dcache-check -v /etc/ganesha/dcache.conf 2>&1) &&

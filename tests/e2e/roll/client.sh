@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One NFS client of roll_test.sh: until OUT/stop exists, rewrites files of
+# One NFS client of the multi-head tests (tests/e2e/cluster/cluster_test.sh): until OUT/stop exists, rewrites files of
 # its own through one head and reads each back through the same head,
 # checking every byte (dcache-bench rw=write verify=1: a pattern that
 # depends on the seed and the offset; each round a new seed, so a WRITE
