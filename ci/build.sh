@@ -22,6 +22,9 @@ build=$(cd "$build" && pwd)
 if [ -n "$release_root" ]; then
   binds=(--bind "$top")
   [ "${build#"$top"/}" != "$build" ] || binds+=(--bind "$build")
+  # .cache may be a link to another checkout's (a git worktree's)
+  cache=$(realpath "$top/.cache")
+  [ "${cache#"$top"/}" != "$cache" ] || binds+=(--bind "$cache")
   read -r -a targets <<<"${DCACHE_BUILD_TARGETS:-fsaldcache dcache-check}"
   # shellcheck disable=SC2016  # expanded by the inner shell
   release_chroot "${binds[@]}" -- sh -c 'top=$1 build=$2 release=$3; shift 3
