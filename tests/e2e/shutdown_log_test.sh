@@ -8,7 +8,10 @@
 # 2. VFS and four DCACHE exports (cache modes, io_uring and sync): I/O on
 #    each, SIGTERM: no CRIT/MAJ line beyond the baseline (every reference
 #    DCACHE took on the VFS module and its exports is put back).
-# 3. As 2 with a GetFSALStats over DBus first: the one extra line allowed is
+# 3. Two DCACHE exports refused at creation: nothing left behind either.
+# 4. Three reloads (SIGHUP) of a DCACHE-only server leave what a VFS-only
+#    server's leave (Ganesha's own, of the export's FSAL), nothing of VFS.
+# 5. As 2 with a GetFSALStats over DBus first: the one extra line allowed is
 #    Ganesha's own "Extra references (1) hanging around to FSAL DCACHE"
 #    (6.5: "Extra fsal references"; its GetFSALStats looks the module up
 #    and never puts it back, in 4.3 and 6.5 alike).
@@ -29,6 +32,12 @@ if [ "${1:-}" = --inside ]; then
     # what an operator reads the counters with (GetFSALStats)
     "$(dirname "$0")/../../tools/dcache-stats" --json >/dev/null
   fi
+  # reloads, each of the whole configuration (SIGHUP), before the stop
+  # shellcheck source=sighup.sh
+  . "$(dirname "$0")/sighup.sh"
+  for ((i = 0; i < ${DCACHE_SHUTDOWN_RELOADS:-0}; i++)); do
+    sighup_and_wait 'Reread exports complete' || { echo "$prog: reload $i did not complete" >&2; exit 1; }
+  done
   kill -TERM "$DCACHE_PID"
   # it is the harness's child: once it exits it is a zombie until reaped,
   # and once reaped its pid may soon be another process's (pid_max 32768)
@@ -111,6 +120,37 @@ if [ -n "$extra" ]; then
   status=1
 else
   echo "ok: two DCACHE exports refused at creation (a bad value, an unknown word) leave nothing behind at shutdown"
+fi
+# Reloads: Ganesha itself leaks one reference to an export's FSAL per
+# SIGHUP (a VFS-only server: "Extra references (3) ... FSAL VFS" after
+# three). A DCACHE-only server may show the same of DCACHE, its export's
+# FSAL, and nothing of VFS under it: DCACHE puts back what each reload of
+# its nested FSAL block takes.
+cat >"$work/vfs_only_reload.conf" <<'EOF'
+EXPORT {
+  Export_Id = 1; Path = "@MNT@/vfs"; Pseudo = /vfs;
+  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys;
+  FSAL { Name = VFS; }
+}
+EOF
+cat >"$work/dcache_only_reload.conf" <<'EOF'
+EXPORT {
+  Export_Id = 2; Path = "@MNT@/d2"; Pseudo = /d2;
+  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys;
+  FSAL { Name = DCACHE; IO_Cache_Read = direct; IO_Cache_Write = direct; FSAL { Name = VFS; } }
+}
+EOF
+vfs_reload_lines=$(DCACHE_SHUTDOWN_RELOADS=3 run "$work/vfs_only_reload.conf" 0 vfs)
+dcache_reload_lines=$(DCACHE_SHUTDOWN_RELOADS=3 run "$work/dcache_only_reload.conf" 0 d2)
+echo "after 3 reloads, VFS-only: ${vfs_reload_lines:-(none)}; DCACHE-only: ${dcache_reload_lines:-(none)}"
+if grep -q 'FSAL VFS' <<<"$dcache_reload_lines"; then
+  echo "FAIL: after 3 reloads a DCACHE-only server leaves references to FSAL VFS behind" >&2
+  status=1
+elif [ "${vfs_reload_lines//FSAL VFS/FSAL X}" != "${dcache_reload_lines//FSAL DCACHE/FSAL X}" ]; then
+  echo "FAIL: after 3 reloads a DCACHE-only server leaves other references than Ganesha's own (the VFS-only control's)" >&2
+  status=1
+else
+  echo "ok: after 3 reloads a DCACHE-only server leaves what a VFS-only one does (Ganesha's own, for its export's FSAL) and nothing of VFS"
 fi
 stats_lines=$(run "$work/dcache.conf" 1 vfs d40 d41 d42 d43)
 extra=$(comm -13 <(printf '%s\n' "$vfs_lines" | sort -u) <(printf '%s\n' "$stats_lines" | sort -u) | sed '/^$/d' |
