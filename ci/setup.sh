@@ -42,6 +42,9 @@ packages=(
   # tests, benchmark and demo
   libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2 nlohmann-json3-dev
   util-linux procps gnuplot-nox python3
+  # the cluster tests: CTDB and what its event scripts use (10.interface
+  # checks links with ethtool and blocks a released address with iptables)
+  ctdb ethtool iptables
   # lint: shell scripts, formatting, and clang's lock-annotation check
   shellcheck clang clang-format
   # the Debian package and its man pages
