@@ -46,6 +46,9 @@ packages=(
   # ansible-core alone, for the community.docker collection's nsenter
   # connection (heads in namespaces, no sshd); it brings python3-yaml
   ansible
+  # the cluster tests: CTDB and what its event scripts use (10.interface
+  # checks links with ethtool and blocks a released address with iptables)
+  ctdb ethtool iptables
   # lint: shell scripts, formatting, and clang's lock-annotation check
   shellcheck clang clang-format
   # the Debian package and its man pages

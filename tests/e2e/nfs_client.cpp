@@ -123,7 +123,7 @@ int nfs_file::fstat(nfs_attrs& out) {
 // ---------------------------------------------------------------- nfs_client
 
 nfs_client::nfs_client(const std::string& server, const std::string& export_path, nfs_version version,
-                       int timeout_ms)
+                       int timeout_ms, int reconnect)
     : _version(version), _export(export_path) {
   _nfs = nfs_init_context();
   if (_nfs == nullptr) {
@@ -133,8 +133,9 @@ nfs_client::nfs_client(const std::string& server, const std::string& export_path
   }
   // A server that stops answering must fail the test, not hang it.
   nfs_set_timeout(_nfs, timeout_ms);
-  // Fail fast instead of reconnecting forever if the server goes away.
-  nfs_set_autoreconnect(_nfs, 0);
+  // Fail fast instead of reconnecting forever if the server goes away,
+  // unless asked (libnfs applies it to the connection nfs_mount makes).
+  nfs_set_autoreconnect(_nfs, reconnect);
   int rc = nfs_set_version(_nfs, static_cast<int>(version));
   if (version == nfs_version::v4) {
     // libnfs derives the NFSv4 client id from the host alone, so two

@@ -89,9 +89,13 @@ class nfs_file {
 class nfs_client {
  public:
   // Connects to server and mounts export_path (the pseudo path, e.g.
-  // "/dcache"). Check status() before use.
+  // "/dcache"). Check status() before use. reconnect: libnfs's
+  // autoreconnect once mounted; 0 (the default) fails every request in
+  // flight when the connection breaks, -1 reconnects to the same address
+  // for ever and sends the requests in flight again on the new connection
+  // (the failover tests: an address that moves to another server).
   nfs_client(const std::string& server, const std::string& export_path, nfs_version version,
-             int timeout_ms = 120'000);
+             int timeout_ms = 120'000, int reconnect = 0);
   nfs_client(const nfs_client&) = delete;
   nfs_client& operator=(const nfs_client&) = delete;
   ~nfs_client();
