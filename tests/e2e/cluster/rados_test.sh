@@ -49,6 +49,7 @@ passes=0 failures=0
 pass() { echo "ok: $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+section() { echo "== $* (at $(ms_since "$t_test") ms)"; }
 
 on_exit() {
   local rc=$? n
@@ -103,6 +104,7 @@ fi
 [ -z "$release_root" ] || cp "$check_bin" "$st/dcache-check"
 
 # ------------------------------------------------------------------ Ceph --
+section "Ceph"
 heads_network
 ceph_ns="dcache-heads-$$-${st##*.}-ceph"
 ip netns add "$ceph_ns"
@@ -179,6 +181,7 @@ EOF
 for n in 1 2 3; do head_config "$n" >"$work/h$n.conf"; done
 
 # --------------------------------------------------- first generation --
+section "generation 1: direct/direct, published before the heads start"
 stage 1 direct direct
 cd "$work/gen-1"
 dcache_check "$work"/h{1,2,3}.conf >"$work/out" 2>&1 && pass "generation 1 checked (export-2.1 alone, each head's config inlined)" ||
@@ -236,11 +239,12 @@ errors() {
   done
   echo "$total"
 }
-wait_rounds() {  # K [hN]: until every running client (of hN) verified K more rounds (60 s)
-  local c i deadline=$((SECONDS + 60)) run=() target=()
+wait_rounds() {  # K [hN...]: until every running client (of these heads) verified K more rounds (60 s)
+  local c i k=$1 deadline=$((SECONDS + 60)) run=() target=()
+  shift
   for c in "${clients[@]}"; do
-    [ -n "${client_pid[$c]}" ] && { [ -z "${2:-}" ] || [ "${c%%-*}" = "$2" ]; } || continue
-    run+=("$c") target+=($(($(verified "$c") + $1)))
+    [ -n "${client_pid[$c]}" ] && { [ $# = 0 ] || [[ " $* " == *" ${c%%-*} "* ]]; } || continue
+    run+=("$c") target+=($(($(verified "$c") + k)))
   done
   for i in "${!run[@]}"; do
     until [ "$(verified "${run[$i]}")" -ge "${target[$i]}" ]; do
@@ -263,26 +267,44 @@ no_client_errors() {  # WHEN
   e=$(errors)
   [ "$e" = 0 ] && pass "$1: 0 client errors" || { fail "$1: $e client errors"; cat "$work"/c/*/*.err >&2; }
 }
-counter() {  # N NAME...: the sum of export 2's counters on hN
+counter() {  # N MODE: the sum of export 2's counters of MODE on hN
   "$st/via" "h$1" "$stats_tool" --json --export 2 >"$work/stats.json"
-  shift
+  # shellcheck disable=SC2086  # the mode's counter names, as words
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])).get("2", {}); print(sum(d.get(k, 0) for k in sys.argv[2:]))' \
-    "$work/stats.json" "$@"
+    "$work/stats.json" ${!2}
 }
-direct=(write_direct write_split read_direct)
-dontcache=(write_dontcache read_dontcache)
-# serves N MODE: hN's counters of MODE (direct or dontcache) grow while its
-# clients run two rounds, and those of the other mode do not (the clients
-# start each round with a new OPEN and WRITE)
+# each mode's counters, as "NAME..." (counter's arguments)
+# shellcheck disable=SC2034  # read as ${!mode}
+direct="write_direct write_split read_direct" dontcache="write_dontcache read_dontcache"
+other() { if [ "$1" = direct ]; then echo dontcache; else echo direct; fi; }
+# serves N:MODE...: each hN's counters of MODE (direct or dontcache) grow
+# over a round each of its clients begins after the first sample, and those
+# of the other mode do not (the round under way at the call may have begun
+# before a change: it is waited out first). The heads are sampled together.
 serves() {
-  local n=$1 mode=$2 new old a b c d
-  if [ "$mode" = direct ]; then new=("${direct[@]}") old=("${dontcache[@]}"); else new=("${dontcache[@]}") old=("${direct[@]}"); fi
-  wait_rounds 1 "h$n" || return 1
-  a=$(counter "$n" "${new[@]}") c=$(counter "$n" "${old[@]}")
-  wait_rounds 2 "h$n" || return 1
-  b=$(counter "$n" "${new[@]}") d=$(counter "$n" "${old[@]}")
-  [ "$b" -gt "$a" ] && [ "$d" = "$c" ] && pass "h$n serves $mode (dcache-stats: ${new[*]} $a -> $b, ${old[*]} stay $c)" ||
-    fail "h$n does not serve $mode only (${new[*]} $a -> $b, ${old[*]} $c -> $d)"
+  local arg n mode heads=() a=() c=() b=() d=() i more
+  for arg; do heads+=("h${arg%%:*}"); done
+  wait_rounds 1 "${heads[@]}" || { fail "the clients of ${heads[*]} stalled"; return 0; }
+  for arg; do
+    n=${arg%%:*} mode=${arg#*:}
+    a[n]=$(counter "$n" "$mode") c[n]=$(counter "$n" "$(other "$mode")")
+  done
+  for i in 1 2; do  # a round may have done all its I/O before the sample
+    wait_rounds 1 "${heads[@]}" || { fail "the clients of ${heads[*]} stalled"; return 0; }
+    more=0
+    for arg; do
+      n=${arg%%:*} mode=${arg#*:}
+      b[n]=$(counter "$n" "$mode") d[n]=$(counter "$n" "$(other "$mode")")
+      [ "${b[n]}" != "${a[n]}" ] || more=1
+    done
+    [ "$more" = 1 ] || break
+  done
+  for arg; do
+    n=${arg%%:*} mode=${arg#*:}
+    [ "${b[n]}" -gt "${a[n]}" ] && [ "${d[n]}" = "${c[n]}" ] &&
+      pass "h$n serves $mode (dcache-stats: $mode counters ${a[n]} -> ${b[n]}, $(other "$mode")'s stay ${c[n]})" ||
+      fail "h$n does not serve $mode only ($mode counters ${a[n]} -> ${b[n]}, $(other "$mode")'s ${c[n]} -> ${d[n]})"
+  done
 }
 
 # NFSv4 opens wait until the heads' first grace period is over
@@ -292,9 +314,9 @@ done
 ceph_in ganesha-rados-grace --pool nfs --ns dcache dump >"$work/grace"
 ! grep -qE '^h[123][[:space:]]+[NE]' "$work/grace" && pass "grace lifted on every head after the start (no N/E flag in the grace db)" ||
   fail "grace after the start: $(cat "$work/grace")"
+section "clients on every head"
 for n in 1 2 3; do clients_start "$n"; done
-wait_rounds 2 && pass "6 clients read and write through all heads" || fail "clients do not progress"
-for n in 1 2 3; do serves "$n" direct; done
+serves 1:direct 2:direct 3:direct
 
 # ---------------------------------------------------- the roll, gen 2 --
 offsets() { local n; for n in 1 2 3; do wc -c <"$(log "$n")"; done; }
@@ -307,7 +329,8 @@ reloaded() {  # N OFFSET: hN's log shows a configuration reload since OFFSET
   grep -qiE 'DCACHE: export 2 \(|reread_exports|Adding export from file' "$(since "$1" "$2")"
 }
 # point N READ WRITE: docs/cluster.md's step for one head, then the check
-# that must pass before the next head is touched
+# that must pass before the next head is touched (a failure returns 1, which
+# ends the test there: the next head is not pointed)
 point() {
   local n=$1 r=$2 w=$3 t0 off=() m deadline
   mapfile -t off < <(offsets)
@@ -327,6 +350,7 @@ point() {
   done
 }
 
+section "generation 2: direct -> dontcache, rolled h1, h2, h3"
 stage 2 dontcache dontcache
 cd "$work/gen-2"
 rados -p nfs -N dcache get conf-dcache.1 - | sed 's|/export-2\.1"|/export-2.2"|' | cmp -s - conf-dcache.2 &&
@@ -340,18 +364,22 @@ for n in 1 2 3; do ! reloaded "$n" "${off0[n - 1]}" || fail "h$n reloaded when g
 pass "generation 2 written under new names: no head reloaded"
 
 point 1 dontcache dontcache
-serves 1 dontcache
-serves 2 direct
+serves 1:dontcache 2:direct 3:direct
 
 # ------------------------------------------------ h2 restarted mid-roll --
+section "h2 restarted mid-roll (h1 runs generation 2, h2 and h3 generation 1)"
 # head_stop N / head_restart N: hN's ganesha.nfsd stopped by its pid (SIGTERM)
 # and started again in the same namespaces, on the same local ganesha.conf
-head_stop() {
-  local n=$1 pid=${heads_ganeshas[$(($1 - 1))]} e keep=()
-  srv_stop_pid "$pid" 20 "h$n"
+head_forget() {  # N: hN's ganesha.nfsd has exited and been waited for
+  local pid=${heads_ganeshas[$(($1 - 1))]} e keep=()
   for e in "${srv_ganeshas[@]}"; do [ "${e%% *}" = "$pid" ] || keep+=("$e"); done
   srv_ganeshas=("${keep[@]}")
-  heads_ganeshas[n - 1]=""
+  heads_ganeshas[$1 - 1]=""
+}
+head_stop() {
+  srv_stop_pid "${heads_ganeshas[$(($1 - 1))]}" 20 "h$1"
+  [ "$srv_stopped_rc" -le 128 ] || fail "h$1's ganesha.nfsd died by signal $((srv_stopped_rc - 128)) while stopping"
+  head_forget "$1"
 }
 head_restart() {
   local n=$1 dir=$st/h$1 holder
@@ -392,19 +420,20 @@ ceph_in ganesha-rados-grace --pool nfs --ns dcache dump >"$work/grace"
 [ "$(rados -p nfs -N dcache listwatchers head-h2 | grep -c watcher=)" = 1 ] &&
   pass "head-h2: watched again by the restarted h2 (one watcher)" || fail "head-h2's watchers: $(rados -p nfs -N dcache listwatchers head-h2)"
 clients_start 2
-serves 2 direct
+serves 2:direct
 no_client_errors "h2's restart and the grace period"
 echo "   (NFSv4 OPENs answered NFS4ERR_GRACE meanwhile, waited out and retried: $(($(graces) - g0)))"
 
 # -------------------------------------------------------- rest of the roll --
+section "the roll goes on: h2, h3"
 point 2 dontcache dontcache
-serves 2 dontcache
-serves 3 direct
+serves 2:dontcache 3:direct
 point 3 dontcache dontcache
-serves 3 dontcache
+serves 1:dontcache 2:dontcache 3:dontcache
 no_client_errors "the roll to generation 2"
 
 # ------------------------------------------ a malformed value, gen 3 --
+section "generation 3: IO_Cache_Write = fast"
 # objects: the head set's objects and their bytes (the grace database and
 # the recovery objects change on their own)
 objects() {
@@ -435,6 +464,7 @@ done
 cd "$work"
 
 # ----------------------------------- a missing configuration object --
+section "a missing configuration object: conf-dcache.2 removed"
 # The common object of the generation every head runs disappears (an
 # operator's rados rm, a cleanup that went too far).
 rados -p nfs -N dcache rm conf-dcache.2
@@ -456,7 +486,10 @@ mapfile -t off < <(offsets)
 rados -p nfs -N dcache notify head-h1 reload >/dev/null
 wait_log 1 "${off[0]}" 'conf-dcache.2' 10 && pass "h1, notified: its reread fails on conf-dcache.2 ($(grep -m1 -o 'new url.*' "$(since 1 "${off[0]}")" || true))" ||
   fail "h1 logged nothing about the missing object: $(grep -v DEBUG "$(since 1 "${off[0]}")" | tail -n 3)"
-! grep -q 'DCACHE: export 2 (' "$(since 1 "${off[0]}")" && serves 1 dontcache
+if grep -q 'DCACHE: export 2 (' "$(since 1 "${off[0]}")"; then
+  fail "h1 changed export 2 on a reread that failed: $(grep 'DCACHE: export 2 (' "$(since 1 "${off[0]}")")"
+fi
+serves 1:dontcache
 # a head that restarts now does not start
 clients_stop 3
 head_stop 3
@@ -470,8 +503,7 @@ else
   rc=0; wait "$pid3" || rc=$?
   pass "h3 restarted with conf-dcache.2 missing exits (status $rc): $(grep -m1 -oE '(new url|Fatal|Error while parsing).*' "$(since 3 "${off[2]}")" || true)"
 fi
-srv_ganeshas=("${srv_ganeshas[@]/#$pid3 *}")
-heads_ganeshas[2]=""
+head_forget 3
 # the mitigation: the object put back from the staged copy of what was
 # published (the generation's directory), then the head starts
 cd "$work/gen-2"
@@ -485,23 +517,24 @@ grep -q 'DCACHE: export 2 (.*) created over VFS: IO_Cache_Read = dontcache, IO_C
   fail "h3 after conf-dcache.2 was put back: $(grep -v DEBUG "$(since 3 "${off[2]}")" | tail -n 3)"
 for n in 1 2 3; do wait_log "$n" "${off[n - 1]}" 'NFS Server Now NOT IN GRACE' 30 || fail "h$n: grace not lifted after h3's start"; done
 clients_start 3
-serves 3 dontcache
+serves 3:dontcache
 no_client_errors "the missing object and h3's restarts"
 
 # ---------------------------------------------------------- data at rest --
+section "data at rest"
 for n in 1 2 3; do clients_stop "$n"; done
 no_client_errors "all steps"
 files=0 bad=0
 for c in "${clients[@]}"; do
   [ "$(verified "$c")" -gt 0 ] || fail "client $c verified nothing"
-  n=${c#h}; n=${n%%-*}; other=$((n % 3 + 1))
+  n=${c#h}; n=${n%%-*}; reader=$((n % 3 + 1))
   while read -r file size seed; do
     files=$((files + 1))
     if [ "$(stat -c %s "$mnt/shared/$file.0")" != "$size" ] ||
-       ! "$st/via" "h$other" "$bench" url=nfs://127.0.0.1/shared rw=read layout=0 verify=1 size="$size" bs=32768 \
+       ! "$st/via" "h$reader" "$bench" url=nfs://127.0.0.1/shared rw=read layout=0 verify=1 size="$size" bs=32768 \
          seed="$seed" filename="$file" --json "$work/readback.json" >/dev/null 2>"$work/readback.err"; then
       bad=$((bad + 1))
-      echo "$file (seed $seed) does not read back through h$other: $(cat "$work/readback.err")"
+      echo "$file (seed $seed) does not read back through h$reader: $(cat "$work/readback.err")"
     fi
   done <"$(cdir "$c")/$c.manifest"
 done
