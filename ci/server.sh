@@ -245,17 +245,29 @@ srv_ns_start() {
   fi
   # The holder owns the mount namespace; every daemon and command joins it
   # with nsenter, so all of them are children of the caller (--pdeathsig:
-  # if the caller is killed outright, none outlives it).
+  # if the caller is killed outright, none outlives it). The namespace
+  # starts as a copy of the host's mounts, among them the loop filesystems
+  # of tests running beside this one: each would stay alive here for as long
+  # as the server runs, and its test could not detach its loop device. So
+  # every loop mount but the caller's own (srv_loopdevs) and those the
+  # server stands on is detached here, in this namespace only.
   # shellcheck disable=SC2016  # expanded by the inner shell
   "${enter[@]}" unshare --mount --propagation private setpriv --pdeathsig KILL -- \
-    bash -c 'ready=$1 private_run=$2 root=$3; shift 3
+    bash -c 'ready=$1 private_run=$2 root=$3 keep=" $4 "; shift 4
+      while read -r src target; do
+        target=${target//\\040/ }
+        case $keep in *" $src "*) continue ;; esac
+        # never what the server stands on (/, its state dir, its root)
+        [ "$target" != / ] && [ "${1#"$target"/}" = "$1" ] && [ "${root#"$target"/}" = "$root" ] || continue
+        umount -l "$target" 2>/dev/null || true
+      done < <(awk '\''{ for (i = 7; i < NF; i++) if ($i == "-") { if ($(i + 2) ~ /^\/dev\/loop/) print $(i + 2), $5; break } }'\'' /proc/self/mountinfo)
       if [ -n "$private_run" ]; then mount -t tmpfs -o size=16m,mode=755 dcache-run /run || exit 1; fi
       if [ -n "$root" ]; then
         mount --rbind /run "$root/run" && mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" || exit 1
         for d in "$@"; do mkdir -p "$root$d" && mount --rbind "$d" "$root$d" || exit 1; done
       fi
       touch "$ready" && exec sleep infinity' \
-    holder "$ready" "$net" "$release_root" "$state" "$@" &
+    holder "$ready" "$net" "$release_root" "${srv_loopdevs[*]}" "$state" "$@" &
   srv_holder=$!
   srv_children+=("$srv_holder 5 namespace-holder")
   for ((i = 0; i < 100; i++)); do

@@ -53,6 +53,10 @@ packages=(
   shellcheck clang clang-format
   # the Debian package and its man pages
   debhelper lintian go-md2man man-db
+  # the cluster tests' RADOS (tests/e2e/cluster/): one monitor and one OSD
+  # (no mgr), the rados/ceph commands, Ganesha's %url rados://, watch_url
+  # and rados_cluster recovery backend, and its grace database tool
+  ceph-mon ceph-osd ceph-common nfs-ganesha-ceph nfs-ganesha-rados-grace
 )
 # the Debian roots of the other releases
 [ -z "$release_root" ] || packages+=(debootstrap)
@@ -151,8 +155,10 @@ root_packages=(
   # the Debian package (ci/package.sh --ganesha X) and its man pages
   build-essential dpkg-dev debhelper lintian go-md2man man-db
 )
-# Ganesha and the ntirpc it was built with, from the release's suite
-ganesha_packages=(nfs-ganesha nfs-ganesha-vfs nfs-ganesha-nullfs libntirpc-dev)
+# Ganesha and the ntirpc it was built with, from the release's suite, and
+# its RADOS pieces (%url rados://, watch_url, rados_cluster: the cluster
+# tests' heads run the root's ganesha.nfsd against the host's Ceph)
+ganesha_packages=(nfs-ganesha nfs-ganesha-vfs nfs-ganesha-nullfs nfs-ganesha-ceph libntirpc-dev)
 mkdir -p "$rel_dir"
 release_no_mounts
 
