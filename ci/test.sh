@@ -5,7 +5,9 @@
 # a real ganesha.nfsd on a loop filesystem, for every Ganesha release
 # (ci/release.sh):
 #   - the whole end-to-end suite against Debian 12's 4.3 (this machine's)
-#     and Debian 13's 6.5 (Debian stable);
+#     and Debian 13's 6.5 (Debian stable), the cluster tests (label
+#     cluster: real Ceph, Ansible and CTDB with three heads, about 3.5
+#     minutes) once, with 4.3;
 #   - against 9.14 (Debian 13 backports) the subset labelled `releases`,
 #     the tests of what differs between releases (docs/ganesha-releases.md:
 #     every mode's data round trip and residency, bad settings and their
@@ -84,7 +86,7 @@ ctest --test-dir "$top/build" --output-on-failure "$@" || status=1
 # The other releases, on a full run or with -L e2e. Left out: the
 # kernel-only XFS reproducer, which runs no server.
 if [ $# -eq 0 ] || [ "$*" = "-L e2e" ]; then
-  e2e_against 6.5
+  e2e_against 6.5 -LE cluster
   e2e_against 9.14 -L releases
 fi
 exit $status
