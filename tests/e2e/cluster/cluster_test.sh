@@ -37,26 +37,15 @@ stats_tool=$(realpath "$2")
 bench=$(realpath "$3")
 # shellcheck source=../roll/heads.sh
 . "$here/../roll/heads.sh"
+# shellcheck source=common.sh
+. "$here/common.sh"
 command -v ansible-playbook >/dev/null || { echo "no ansible-playbook (run ci/setup.sh)" >&2; exit 2; }
 
-passes=0 failures=0
-pass() { echo "ok: $*"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
 on_exit() {
-  local rc=$? n
+  local rc=$?
   trap - EXIT
   set +e
-  if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -n "$heads_state" ]; then
-    for n in 1 2 3; do
-      [ -f "$heads_state/h$n/ganesha.log" ] || continue
-      echo "--- h$n ganesha.log, last lines:"
-      grep -v ' :DEBUG :' "$heads_state/h$n/ganesha.log" | tail -n 8 | sed 's/^/  | /'
-      [ -z "${DCACHE_E2E_ARTIFACTS:-}" ] ||
-        { mkdir -p "$DCACHE_E2E_ARTIFACTS" && cp "$heads_state/h$n/ganesha.log" "$DCACHE_E2E_ARTIFACTS/cluster-h$n.log"; }
-    done
-    cat "$heads_state"/work/*.err 2>/dev/null | tail -n 20 | sed 's/^/  client| /'
-  fi
+  [ "$rc" = 0 ] || [ "$rc" = 77 ] || cluster_show_logs cluster 8
   heads_cleanup || { [ "$rc" != 0 ] || rc=5; }
   exit "$rc"
 }
@@ -111,8 +100,6 @@ for n in 1 2 3; do head_start "$n" "$(head_config "$n")"; done
 for n in 1 2 3; do head_wait "$n" /shared; done
 pass "three heads (Ganesha $release) serve /shared from one XFS ($heads_loopdev)"
 
-conf() { echo "$st/h$1/ganesha.conf"; }
-log() { echo "$st/h$1/ganesha.log"; }
 sums() { sha256sum "$(conf 1)" "$(conf 2)" "$(conf 3)"; }
 log_sizes() { local n; for n in 1 2 3; do wc -c <"$(log "$n")"; done; }
 since() {  # N OFFSET: the log of hN written after byte OFFSET, into $work/since
@@ -127,13 +114,6 @@ reloads() {  # N [FILE]: how many exports hN was asked to update (in its log, or
 backups() {  # N: whether the role left a backup of hN's file (ganesha.conf.PID.DATE~)
   compgen -G "$st/h$1/ganesha.conf.*~" >/dev/null
 }
-counter() {  # N NAME...: sum of export 2's counters on hN
-  "$st/via" "h$1" "$stats_tool" --json --export 2 >"$work/stats.json"
-  shift
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])).get("2", {}); print(sum(d.get(k, 0) for k in sys.argv[2:]))' \
-    "$work/stats.json" "$@"
-}
-
 # --------------------------------------------------------------- ansible --
 # The inventory an operator writes, but each head reached through nsenter
 # into its namespaces, and its files where heads.sh keeps them.
@@ -186,43 +166,10 @@ touched() {  # N: whether the play ran anything on hN
   grep -qE "^(ok|changed|fatal|skipping|failed): \[h$1\]" "$work/play.out"
 }
 
+
 # --------------------------------------------------------------- clients --
-# Two clients per head, NFSv3 and NFSv4, each rewriting its own 4 files
-# (tests/e2e/roll/client.sh).
-clients=()
-for n in 1 2 3; do
-  holder=$(sed -n 's/^holder=//p' "$st/h$n/env")
-  for v in 3 4; do
-    name=h$n-v$v
-    nsenter --target "$holder" --net -- setpriv --pdeathsig KILL -- \
-      "$here/../roll/client.sh" "$bench" nfs://127.0.0.1/shared "$v" "$name" "$work" &
-    heads_extra+=("$!")
-    clients+=("$name")
-  done
-done
-verified() { local c=$1; [ -f "$work/$c.count" ] && cut -d' ' -f1 "$work/$c.count" || echo 0; }
-errors() {  # total client errors so far
-  local c total=0
-  for c in "${clients[@]}"; do
-    [ -f "$work/$c.count" ] && total=$((total + $(cut -d' ' -f2 "$work/$c.count")))
-  done
-  echo "$total"
-}
-wait_rounds() {  # K: until every client has verified K more rounds (60 s)
-  local c i deadline=$((SECONDS + 60)) target=()
-  for c in "${clients[@]}"; do target+=($(($(verified "$c") + $1))); done
-  for i in "${!clients[@]}"; do
-    until [ "$(verified "${clients[$i]}")" -ge "${target[$i]}" ]; do
-      [ "$SECONDS" -lt "$deadline" ] || { echo "client ${clients[$i]} made no progress" >&2; return 1; }
-      sleep 0.2
-    done
-  done
-}
-no_client_errors() {  # WHEN
-  local e
-  e=$(errors)
-  [ "$e" = 0 ] && pass "$1: 0 client errors" || { fail "$1: $e client errors"; cat "$work"/*.err >&2; }
-}
+# Two clients per head, NFSv3 and NFSv4 (common.sh)
+for n in 1 2 3; do clients_start "$n"; done
 wait_rounds 1 && pass "6 clients read and write through all heads" || fail "clients do not progress"
 
 # ------------------------------------------------------- roll to dontcache --
@@ -347,30 +294,7 @@ h1_dc1=$(counter 1 write_dontcache)
 no_client_errors "roll refused on reload"
 
 # ---------------------------------------------------------- data at rest --
-touch "$work/stop"
-for c in "${clients[@]}"; do
-  for ((i = 0; i < 600; i++)); do [ -e "$work/$c.manifest" ] && break; sleep 0.1; done
-done
-for pid in "${heads_extra[@]}"; do wait "$pid" || fail "a client exited with status $?"; done
-heads_extra=()
-no_client_errors "all steps"
-# each file read back through another head than the one that wrote it
-files=0 bad=0
-for c in "${clients[@]}"; do
-  [ "$(verified "$c")" -gt 0 ] || fail "client $c verified nothing"
-  n=${c#h}; n=${n%%-*}; other=$((n % 3 + 1))
-  while read -r file size seed; do
-    files=$((files + 1))
-    if [ "$(stat -c %s "$mnt/shared/$file.0")" != "$size" ] ||
-       ! "$st/via" "h$other" "$bench" url=nfs://127.0.0.1/shared rw=read layout=0 verify=1 size="$size" bs=32768 \
-         seed="$seed" filename="$file" --json "$work/readback.json" >/dev/null 2>"$work/readback.err"; then
-      bad=$((bad + 1))
-      echo "$file (seed $seed) does not read back through h$other: $(cat "$work/readback.err")"
-    fi
-  done <"$work/$c.manifest"
-done
-[ "$files" -gt 0 ] && [ "$bad" = 0 ] && pass "$files files written through one head read back intact through another" ||
-  fail "$bad of $files files do not read back through another head"
+read_back_all
 
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]

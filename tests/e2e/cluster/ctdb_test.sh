@@ -33,12 +33,11 @@ stats_tool=$(realpath "$2")
 . "$here/../roll/heads.sh"
 # shellcheck source=ctdb.sh
 . "$here/ctdb.sh"
+# shellcheck source=common.sh
+. "$here/common.sh"
 
 public=192.0.2.100
 client_ip=192.0.2.50
-passes=0 failures=0
-pass() { echo "ok: $*"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 now_ms() { date +%s%3N; }
 started=$SECONDS
 
@@ -97,19 +96,7 @@ mkdir -p "$work" "$mnt/shared/ctdb"
 # while clients of a moved address could still reclaim would be the bug
 head_config() {  # N
   heads_conf_core "$1" | sed 's/^\( *\)Graceless = true;/\1Graceless = false;\n\1Grace_Period = 10;\n\1Lease_Lifetime = 10;/'
-  cat <<EOF
-EXPORT {
-  Export_Id = 2; Path = "$mnt/shared"; Pseudo = /shared;
-  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4;
-  Transports = TCP; SecType = sys;
-  FSAL {
-    Name = DCACHE;
-    IO_Cache_Read = direct;
-    IO_Cache_Write = direct;
-    FSAL { Name = VFS; }
-  }
-}
-EOF
+  shared_export direct direct
 }
 # each head in a second of its own: Ganesha's write verifier is its start
 # time in seconds, and the UNSTABLE client must see it change at the move
@@ -121,8 +108,6 @@ done
 for n in 1 2 3; do head_wait "$n" /shared; done
 pass "three heads serve /shared from one XFS ($heads_loopdev), release ${release:-4.3}"
 
-conf() { echo "$st/h$1/ganesha.conf"; }
-log() { echo "$st/h$1/ganesha.log"; }
 export_block() { sed -n '/^EXPORT {/,/^}/p' "$(conf "$1")"; }
 created() { grep -o 'DCACHE: export 2 (.*) created over VFS: .*' "$(log "$1")" | head -n 1; }
 [ "$(export_block 1)" = "$(export_block 2)" ] && [ "$(export_block 1)" = "$(export_block 3)" ] &&

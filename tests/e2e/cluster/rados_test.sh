@@ -43,11 +43,10 @@ bench=$(realpath "$3")
 . "$here/../roll/heads.sh"
 # shellcheck source=ceph.sh
 . "$here/ceph.sh"
+# shellcheck source=common.sh
+. "$here/common.sh"
 
 t_test=$(date +%s%N)
-passes=0 failures=0
-pass() { echo "ok: $*"; passes=$((passes + 1)); }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 section() { echo "== $* (at $(ms_since "$t_test") ms)"; }
 
@@ -56,19 +55,12 @@ on_exit() {
   trap - EXIT
   set +e
   if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ -n "$heads_state" ]; then
-    for n in 1 2 3; do
-      [ -f "$heads_state/h$n/ganesha.log" ] || continue
-      echo "--- h$n ganesha.log, last lines:"
-      grep -v ' :DEBUG :' "$heads_state/h$n/ganesha.log" | tail -n 12 | sed 's/^/  | /'
-      [ -z "${DCACHE_E2E_ARTIFACTS:-}" ] ||
-        { mkdir -p "$DCACHE_E2E_ARTIFACTS" && cp "$heads_state/h$n/ganesha.log" "$DCACHE_E2E_ARTIFACTS/rados-h$n.log"; }
-    done
+    cluster_show_logs rados 12
     for n in "$heads_state"/ceph/*.log; do
       [ -f "$n" ] || continue
       echo "--- ${n##*/}, last lines:"
       tail -n 5 "$n" | sed 's/^/  | /'
     done
-    cat "$heads_state"/work/*/*.err 2>/dev/null | tail -n 20 | sed 's/^/  client| /'
   fi
   heads_cleanup || { [ "$rc" != 0 ] || rc=5; }
   exit "$rc"
@@ -137,25 +129,11 @@ DCACHE_POOL=nfs DCACHE_NS=dcache
 stage() {
   local g=$1 d=$work/gen-$1 h
   mkdir -p "$d"
-  cat >"$d/export-2.$g" <<EOF
-EXPORT {
-  Export_Id = 2; Path = "$mnt/shared"; Pseudo = /shared;
-  Access_Type = RW; Squash = No_Root_Squash; Protocols = 3, 4;
-  Transports = TCP; SecType = sys;
-  FSAL {
-    Name = DCACHE;
-    IO_Cache_Read = $2;
-    IO_Cache_Write = $3;
-    FSAL { Name = VFS; }
-  }
-}
-EOF
+  shared_export "$2" "$3" >"$d/export-2.$g"
   printf '%%url "rados://nfs/dcache/export-2.%s"\n' "$g" >"$d/conf-dcache.$g"
   for h in h1 h2 h3; do printf '%%url "rados://nfs/dcache/conf-dcache.%s"\n' "$g" >"$d/head-$h"; done
 }
 
-conf() { echo "$st/h$1/ganesha.conf"; }
-log() { echo "$st/h$1/ganesha.log"; }
 head_config() {  # N: the head's local ganesha.conf (cephadm's bootstrap one)
   local core
   core=$(heads_conf_core "$1")
@@ -201,78 +179,10 @@ for n in 1 2 3; do
 done
 
 # --------------------------------------------------------------- clients --
-# Two clients per head (NFSv3 and NFSv4, tests/e2e/roll/client.sh), each
-# rewriting its own files and reading every byte back; a head's clients
-# have a directory of their own ($work/c/hN), so they can be stopped while
-# that head restarts.
-clients=()
-declare -A client_pid=()
-clients_start() {  # N
-  local n=$1 holder v name
-  holder=$(sed -n 's/^holder=//p' "$st/h$n/env")
-  mkdir -p "$work/c/h$n"
-  rm -f "$work/c/h$n/stop"
-  for v in 3 4; do
-    name=h$n-v$v-$((${#clients[@]} + 1))
-    nsenter --target "$holder" --net -- setpriv --pdeathsig KILL -- \
-      "$here/../roll/client.sh" "$bench" nfs://127.0.0.1/shared "$v" "$name" "$work/c/h$n" &
-    client_pid[$name]=$!
-    heads_extra+=("$!")
-    clients+=("$name")
-  done
-}
-clients_stop() {  # N: until each of hN's clients finished its round and left its manifest
-  local c
-  touch "$work/c/h$1/stop"
-  for c in "${clients[@]}"; do
-    [ "${c%%-*}" = "h$1" ] && [ -n "${client_pid[$c]:-}" ] || continue
-    wait "${client_pid[$c]}" || fail "client $c exited with status $?"
-    client_pid[$c]=""
-  done
-}
-cdir() { local h=${1%%-*}; echo "$work/c/$h"; }
-verified() { [ -f "$(cdir "$1")/$1.count" ] && cut -d' ' -f1 "$(cdir "$1")/$1.count" || echo 0; }
-errors() {
-  local c total=0
-  for c in "${clients[@]}"; do
-    [ -f "$(cdir "$c")/$c.count" ] && total=$((total + $(cut -d' ' -f2 "$(cdir "$c")/$c.count")))
-  done
-  echo "$total"
-}
-wait_rounds() {  # K [hN...]: until every running client (of these heads) verified K more rounds (60 s)
-  local c i k=$1 deadline=$((SECONDS + 60)) run=() target=()
-  shift
-  for c in "${clients[@]}"; do
-    [ -n "${client_pid[$c]}" ] && { [ $# = 0 ] || [[ " $* " == *" ${c%%-*} "* ]]; } || continue
-    run+=("$c") target+=($(($(verified "$c") + k)))
-  done
-  for i in "${!run[@]}"; do
-    until [ "$(verified "${run[$i]}")" -ge "${target[$i]}" ]; do
-      [ "$SECONDS" -lt "$deadline" ] || { echo "client ${run[$i]} made no progress" >&2; return 1; }
-      sleep 0.2
-    done
-  done
-}
-graces() {  # rounds refused by a grace period (NFS4ERR_GRACE), retried
-  local c total=0 g
-  for c in "${clients[@]}"; do
-    [ -f "$(cdir "$c")/$c.count" ] || continue
-    g=$(cut -d' ' -f3 "$(cdir "$c")/$c.count")
-    total=$((total + ${g:-0}))
-  done
-  echo "$total"
-}
-no_client_errors() {  # WHEN
-  local e
-  e=$(errors)
-  [ "$e" = 0 ] && pass "$1: 0 client errors" || { fail "$1: $e client errors"; cat "$work"/c/*/*.err >&2; }
-}
-counter() {  # N MODE: the sum of export 2's counters of MODE on hN
-  "$st/via" "h$1" "$stats_tool" --json --export 2 >"$work/stats.json"
-  # shellcheck disable=SC2086  # the mode's counter names, as words
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])).get("2", {}); print(sum(d.get(k, 0) for k in sys.argv[2:]))' \
-    "$work/stats.json" ${!2}
-}
+# Two clients per head (common.sh)
+graces() { clients_sum 3; }  # rounds refused by a grace period (NFS4ERR_GRACE), retried
+# shellcheck disable=SC2086  # the mode's counter names, as words
+mode_counter() { counter "$1" ${!2}; }  # N MODE: the sum of export 2's counters of MODE on hN
 # each mode's counters, as "NAME..." (counter's arguments)
 # shellcheck disable=SC2034  # read as ${!mode}
 direct="write_direct write_split read_direct" dontcache="write_dontcache read_dontcache"
@@ -287,14 +197,14 @@ serves() {
   wait_rounds 1 "${heads[@]}" || { fail "the clients of ${heads[*]} stalled"; return 0; }
   for arg; do
     n=${arg%%:*} mode=${arg#*:}
-    a[n]=$(counter "$n" "$mode") c[n]=$(counter "$n" "$(other "$mode")")
+    a[n]=$(mode_counter "$n" "$mode") c[n]=$(mode_counter "$n" "$(other "$mode")")
   done
   for i in 1 2; do  # a round may have done all its I/O before the sample
     wait_rounds 1 "${heads[@]}" || { fail "the clients of ${heads[*]} stalled"; return 0; }
     more=0
     for arg; do
       n=${arg%%:*} mode=${arg#*:}
-      b[n]=$(counter "$n" "$mode") d[n]=$(counter "$n" "$(other "$mode")")
+      b[n]=$(mode_counter "$n" "$mode") d[n]=$(mode_counter "$n" "$(other "$mode")")
       [ "${b[n]}" != "${a[n]}" ] || more=1
     done
     [ "$more" = 1 ] || break
@@ -522,24 +432,7 @@ no_client_errors "the missing object and h3's restarts"
 
 # ---------------------------------------------------------- data at rest --
 section "data at rest"
-for n in 1 2 3; do clients_stop "$n"; done
-no_client_errors "all steps"
-files=0 bad=0
-for c in "${clients[@]}"; do
-  [ "$(verified "$c")" -gt 0 ] || fail "client $c verified nothing"
-  n=${c#h}; n=${n%%-*}; reader=$((n % 3 + 1))
-  while read -r file size seed; do
-    files=$((files + 1))
-    if [ "$(stat -c %s "$mnt/shared/$file.0")" != "$size" ] ||
-       ! "$st/via" "h$reader" "$bench" url=nfs://127.0.0.1/shared rw=read layout=0 verify=1 size="$size" bs=32768 \
-         seed="$seed" filename="$file" --json "$work/readback.json" >/dev/null 2>"$work/readback.err"; then
-      bad=$((bad + 1))
-      echo "$file (seed $seed) does not read back through h$reader: $(cat "$work/readback.err")"
-    fi
-  done <"$(cdir "$c")/$c.manifest"
-done
-[ "$files" -gt 0 ] && [ "$bad" = 0 ] && pass "$files files written through one head read back intact through another" ||
-  fail "$bad of $files files do not read back through another head"
+read_back_all
 echo "Ceph: up in ${ceph_started_ms} ms, RSS $((ceph_rss_kib / 1024)) MiB at start, $(($(ceph_rss) / 1024)) MiB now; test $(ms_since "$t_test") ms"
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]
