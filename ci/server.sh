@@ -68,24 +68,54 @@ srv_bus=""
 srv_loopdev=""
 srv_ganesha=""
 
+# srv_threads PID: what each thread of a process that will not stop is
+# doing (state, kernel wait channel, kernel stack; its user stacks too when
+# gdb is installed), so that a hang leaves its trace in the test's log
+srv_threads() {
+  local pid=$1 t
+  for t in /proc/"$pid"/task/*; do
+    [ -d "$t" ] || continue
+    echo "  thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)): state $(cut -d' ' -f3 "$t/stat" 2>/dev/null), wchan $(cat "$t/wchan" 2>/dev/null)"
+    sed -n '1,6s/^/    /p' "$t/stack" 2>/dev/null || true
+  done
+  if command -v gdb >/dev/null; then
+    timeout 30 gdb -batch -nx -p "$pid" -ex 'thread apply all bt 12' 2>/dev/null | grep -E '^(Thread|#)' | sed 's/^/  /' || true
+  fi
+}
+
+# srv_stop_pid PID GRACE WHAT: SIGTERM, GRACE seconds, then SIGKILL; the
+# exit status in srv_stopped_rc. A process still there 30 s after SIGKILL
+# (in the kernel, uninterruptible) is reported and left: the test fails
+# with its trace instead of hanging until ctest's timeout.
 srv_stop_pid() {
   local pid=$1 grace=$2 what=$3 i
   srv_stopped_rc=0
   [ -n "$pid" ] || return 0
   kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || srv_stopped_rc=$?; return 0; }
   kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < grace * 10; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
+  srv_wait_gone "$pid" "$grace" && { wait "$pid" 2>/dev/null || srv_stopped_rc=$?; return 0; }
+  echo "server: $what (pid $pid) ignored SIGTERM for ${grace}s; its threads:" >&2
+  srv_threads "$pid" >&2
+  echo "server: sending SIGKILL to $what (pid $pid)" >&2
+  kill -KILL "$pid" 2>/dev/null || true
+  if ! srv_wait_gone "$pid" 30; then
+    echo "server: $what (pid $pid) still there 30 s after SIGKILL (state $(ps -o stat= -p "$pid")); left as it is" >&2
+    srv_stopped_rc=137
+    return 0
+  fi
+  wait "$pid" 2>/dev/null || srv_stopped_rc=$?
+}
+
+# srv_wait_gone PID SECONDS: whether PID exits (or is a zombie) within SECONDS
+srv_wait_gone() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    kill -0 "$1" 2>/dev/null || return 0
     # a zombie child still answers kill -0
-    [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" != Z ] || break
+    [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" != Z ] || return 0
     sleep 0.1
   done
-  if kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" != Z ]; then
-    echo "server: $what (pid $pid) ignored SIGTERM for ${grace}s; sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  srv_stopped_rc=0
-  wait "$pid" 2>/dev/null || srv_stopped_rc=$?
+  return 1
 }
 
 srv_cleanup() {
