@@ -10,7 +10,7 @@
 // so here the edge of a held page is written plain cached and this table
 // remembers which bytes of the page have been written.
 //
-// Each writer writes its piece of a held page back at once (the engine's
+// Each writer writes its piece of a held page back at once (the core's
 // write-back step: no delayed allocation may linger next to O_DIRECT I/O),
 // so a held page is clean between writers and a COMMIT has nothing to do
 // for it: it stays held across COMMITs, durable, until its neighbour

@@ -1,4 +1,4 @@
-// A descriptor the engine opened (a reopen of the sub-FSAL's, plain or
+// A descriptor the core opened (a reopen of the sub-FSAL's, plain or
 // O_DIRECT), closed through the backend when the last reference goes.
 //
 // Ownership: shared by the file that opened it and by every request using

@@ -1,5 +1,5 @@
 // One file object of a DCACHE export (the C API's opaque dcache_file): the
-// descriptors the engine opened on it, what it learned about the file, its
+// descriptors the core opened on it, what it learned about the file, its
 // held boundary pages and its write fence.
 //
 // Thread-safety: all of it may be used concurrently by the requests of the
@@ -19,7 +19,7 @@ struct dcache_export;
 
 namespace dcache::core {
 
-// What the engine learned about one file, each fact once: its direct-I/O
+// What the core learned about one file, each fact once: its direct-I/O
 // alignment (probed on first use) and what the kernel refused.
 struct file_caps {
 	std::atomic<bool> probed{false};

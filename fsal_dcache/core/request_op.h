@@ -1,6 +1,6 @@
 // One READ or WRITE from its start to its reply: a chain of steps, each
 // one backend request.  next() says what to issue, on_result() takes its
-// completion; the driver (driver.cpp) alternates them on whichever thread
+// completion; drive() (request_op.cpp) alternates them on whichever thread
 // holds the request, and retire() is the one place a request is torn down.
 //
 // What each op decides: nothing about direct or not (the planner, and for
@@ -8,7 +8,7 @@
 // steps (leases, bounce buffer, fence, held pages, bytes done) and counts.
 //
 // Thread-safety: a request is driven by one thread at a time (the
-// hand-off in driver.cpp moves it between the submitter and the
+// hand-off in drive() moves it between the submitter and the
 // completion thread); its export and file are shared and thread-safe.
 #pragma once
 
@@ -84,14 +84,14 @@ public:
 	// io::completion: the backend's answer to a submitted step.
 	void complete(io::result r) noexcept override;
 
-	// The one tear-down, in this order: the engine's hold on everything is
+	// The one tear-down, in this order: the core's hold on everything is
 	// released (bounce buffer, O_DIRECT lease, fence, held boundary pages),
 	// the latency recorded, the op deleted (its descriptor lease with it),
 	// the export let go; then, for a deferred request, done is called with
 	// the reply; then the side work is issued.  Returns the reply.
 	static dcache_io_result retire(request_op *op, bool deferred) noexcept;
 
-	// Submission hand-off (driver.cpp).
+	// Submission hand-off (drive(), request_op.cpp).
 	std::atomic<int> handoff{0};
 	io::result last;
 

@@ -605,7 +605,7 @@ int delalloc_extents(int fd, std::uint64_t len)
 // writeback starts write-back of the range and returns without waiting
 // for it: the pages are no longer dirty, and the filesystem has allocated
 // their blocks (nothing is left as delayed allocation) - which is what the
-// engine issues it for.
+// core issues it for.
 TYPED_TEST(backend_conformance, writeback_starts_write_back_and_leaves_no_delayed_allocation)
 {
 	auto data = pattern(64 * 1024, 15);
@@ -1189,7 +1189,7 @@ private:
 
 // Writes `second` from the reaper thread: the completion of a first write
 // (submitted by the root test thread, no personality) submits it, like the
-// engine's chain submits the segment after the head.
+// core's chain submits the segment after the head.
 class chained_write final : public completion {
 public:
 	chained_write(backend &b, request second) : _b(b), _second(second) {}

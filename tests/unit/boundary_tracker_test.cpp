@@ -10,7 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "engine_support.hpp"
+#include "core_support.hpp"
 
 #include <algorithm>
 #include <atomic>

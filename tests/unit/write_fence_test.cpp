@@ -1,7 +1,7 @@
 // The write fence: buffered and O_DIRECT WRITEs of one file never hold the
 // same page at once; same kinds share; a waiter wakes when the WRITE in its
 // way leaves; leave() forgets exactly what its enter() recorded.  Then the
-// engine: a buffered WRITE over the pages of a direct one in flight waits
+// core: a buffered WRITE over the pages of a direct one in flight waits
 // for its completion before issuing anything.  Run under TSan as well.
 #include "write_fence.h"
 #include "dcache_io/fake_backend.h"
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "async_fake.hpp"
-#include "engine_support.hpp"
+#include "core_support.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -176,11 +176,11 @@ TEST(write_fence, many_threads_never_overlap_kinds)
 	EXPECT_EQ(f.held(), 0u);
 }
 
-// ---- in the engine ----------------------------------------------------------
+// ---- in the core ----------------------------------------------------------
 
 // One DCACHE export in direct mode over the asynchronous fake; a 16-page
 // aligned buffer for the payloads.
-class write_fence_engine : public dcache::test::core_test {
+class write_fence_core : public dcache::test::core_test {
 protected:
 	void SetUp() override
 	{
@@ -200,7 +200,7 @@ protected:
 	std::uint8_t *raw = nullptr;
 };
 
-TEST_F(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_on_its_page)
+TEST_F(write_fence_core, buffered_write_waits_for_the_direct_write_in_flight_on_its_page)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DIRECT;
@@ -250,7 +250,7 @@ TEST_F(write_fence_engine, buffered_write_waits_for_the_direct_write_in_flight_o
 	EXPECT_EQ(c[0], 'a');
 }
 
-TEST_F(write_fence_engine, a_refused_middle_is_not_reissued_buffered_over_a_direct_write_in_flight)
+TEST_F(write_fence_core, a_refused_middle_is_not_reissued_buffered_over_a_direct_write_in_flight)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DIRECT;

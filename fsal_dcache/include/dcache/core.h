@@ -122,7 +122,13 @@ struct dcache_settings {
 	uint32_t boundary_max_age_ms; /* a held page older than this is released */
 	/* Chosen at export creation (see enum dcache_io_backend). */
 	enum dcache_io_backend io_backend;
-	uint32_t io_queue_depth; /* io_uring ring entries */
+	/* io_uring (IO_Queue_Depth) has three roles, one number: the ring's
+	 * entries; the export's places, the requests that may hold a bounce
+	 * buffer or be in the ring at once (the memory bound; the rest wait
+	 * before they allocate, counter admission_waits); and the kernel's
+	 * default io-wq bound when io_workers_max is 0 (min(entries,
+	 * 4 x CPUs)). */
+	uint32_t io_queue_depth;
 	/* Buffered/DONTCACHE READs on an asynchronous backend try
 	 * preadv2(RWF_NOWAIT) inline first: page-cache hits need no hand-off. */
 	bool cached_read_fast_path;
@@ -251,13 +257,13 @@ struct dcache_io_result dcache_write(struct dcache_export *exp, struct dcache_fi
  * returned to its caller.
  *
  * io->fd need only be valid during this call: for anything that outlives it
- * the engine uses descriptors of its own on the same inode (a lazily opened
+ * the core uses descriptors of its own on the same inode (a lazily opened
  * buffered one and the O_DIRECT one), closed only after the last request
  * using them has completed.  The io->iov ARRAY is copied; the BUFFERS it
  * points at must stay valid (and, for a WRITE, unmodified) until
  * completion.  The file must not be freed (dcache_file_free) before
  * completion; dcache_file_close during flight is fine.  done must not block
- * for long (it delays other completions); everything of the engine is
+ * for long (it delays other completions); everything of the core is
  * released before done is called, so done may free the file.
  *
  * The start itself may block the calling thread briefly: a WRITE waits in

@@ -128,7 +128,7 @@ public:
 	[[nodiscard]] virtual open_result open_direct(int fd) noexcept = 0;
 	virtual void close_fd(int fd) noexcept = 0;
 
-	// ---- asynchronous callers (added for the engine's *_start API) ----
+	// ---- asynchronous callers (added for the core's *_start API) ----
 
 	// Blocking execution in the CALLING thread, never handed to another
 	// thread (io_uring: a plain syscall instead of a ring round trip).
@@ -136,7 +136,7 @@ public:
 	[[nodiscard]] virtual result execute_now(const request &req) noexcept { return execute(req); }
 
 	// true when submit() always completes inside the call (the default
-	// submit above).  The engine then issues on the caller's descriptor
+	// submit above).  The core then issues on the caller's descriptor
 	// and skips the RWF_NOWAIT attempt (it would only add a syscall).
 	[[nodiscard]] virtual bool completes_inline() const noexcept { return true; }
 
@@ -153,7 +153,7 @@ public:
 
 	// Opens a plain (buffered) descriptor on the same inode as fd, owned by
 	// the caller (close_fd), for requests that outlive the caller's fd.
-	// Default: not supported (the engine then stays synchronous).
+	// Default: not supported (the core then stays synchronous).
 	[[nodiscard]] virtual open_result open_buffered(int fd) noexcept
 	{
 		(void)fd;

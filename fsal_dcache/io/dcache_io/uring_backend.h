@@ -34,8 +34,10 @@
 //    longer than 4 GiB (the sqe's 32-bit len) are issued in chunks.
 //
 // Ordering: io_uring runs requests concurrently and does NOT order an fsync
-// after writes submitted earlier.  This backend does not link requests
-// (IOSQE_IO_LINK cannot cover a write's resubmitted remainder anyway).
+// after writes submitted earlier.  This backend never links a sync to the
+// writes it covers (a link cannot cover a write's resubmitted remainder);
+// the one link it makes is a flush_drop's write-back to its drop
+// (IOSQE_IO_HARDLINK).
 // The rule is: submit the sync only after the completions of the writes it
 // must cover have been delivered.  execute() (submit + wait) obeys it
 // naturally; an asynchronous caller chains the sync from the last write's

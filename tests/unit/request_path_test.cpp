@@ -8,7 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "engine_support.hpp"
+#include "core_support.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -55,7 +55,7 @@ private:
 
 constexpr int k_fd = 7;
 
-class engine : public core_test {
+class request_path : public core_test {
 protected:
 	void SetUp() override
 	{
@@ -107,7 +107,7 @@ protected:
 
 // ---- WRITE segments ------------------------------------------------------
 
-TEST_F(engine, buffered_write_is_one_plain_pwritev2)
+TEST_F(request_path, buffered_write_is_one_plain_pwritev2)
 {
 	payload p(10000, 3);
 	const auto r = write(123, p);
@@ -128,7 +128,7 @@ TEST_F(engine, buffered_write_is_one_plain_pwritev2)
 	EXPECT_EQ(stat_of(exp, "write_bytes"), 10000u);
 }
 
-TEST_F(engine, dontcache_write_sets_rwf_dontcache)
+TEST_F(request_path, dontcache_write_sets_rwf_dontcache)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DONTCACHE);
 	payload p(5000, 0);
@@ -139,7 +139,7 @@ TEST_F(engine, dontcache_write_sets_rwf_dontcache)
 	EXPECT_EQ(stat_of(exp, "dontcache_bytes"), 5000u);
 }
 
-TEST_F(engine, direct_split_issues_head_middle_tail)
+TEST_F(request_path, direct_split_issues_head_middle_tail)
 {
 	// Without boundary tracking (on by default, see boundary_tracker_test),
 	// both edges go out DONTCACHE.
@@ -176,7 +176,7 @@ TEST_F(engine, direct_split_issues_head_middle_tail)
 
 // Plain buffered edges (Direct_Misaligned_Dontcache = false), each written
 // back at once, before the next step (the direct middle) is issued.
-TEST_F(engine, edges_plain_buffered_when_dontcache_off_and_written_back_at_once)
+TEST_F(request_path, edges_plain_buffered_when_dontcache_off_and_written_back_at_once)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DIRECT;
@@ -204,7 +204,7 @@ TEST_F(engine, edges_plain_buffered_when_dontcache_off_and_written_back_at_once)
 }
 
 // The modes that issue no O_DIRECT leave write-back to the kernel.
-TEST_F(engine, modes_without_direct_writes_never_write_back)
+TEST_F(request_path, modes_without_direct_writes_never_write_back)
 {
 	payload p(20000, 0);
 	for (const dcache_mode m : {DCACHE_MODE_BUFFERED, DCACHE_MODE_FADVISE, DCACHE_MODE_DONTCACHE}) {
@@ -217,7 +217,7 @@ TEST_F(engine, modes_without_direct_writes_never_write_back)
 
 // A failed write-back does not fail the WRITE: its data is written; the
 // error is counted, logged once, and left for the sync or COMMIT to meet.
-TEST_F(engine, a_failed_write_back_is_counted_and_logged_not_fatal)
+TEST_F(request_path, a_failed_write_back_is_counted_and_logged_not_fatal)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(20000, 0);
@@ -232,7 +232,7 @@ TEST_F(engine, a_failed_write_back_is_counted_and_logged_not_fatal)
 	EXPECT_EQ(log_lines_with("cached edge failed"), 1u) << "logged once per export";
 }
 
-TEST_F(engine, memory_misaligned_middle_bounce_vs_buffered)
+TEST_F(request_path, memory_misaligned_middle_bounce_vs_buffered)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(65536, 1); // offset-aligned, memory-misaligned
@@ -259,7 +259,7 @@ TEST_F(engine, memory_misaligned_middle_bounce_vs_buffered)
 	EXPECT_EQ(stat_of(exp, "write_bounce_copies"), 0u);
 }
 
-TEST_F(engine, aligned_payload_is_written_without_copy)
+TEST_F(request_path, aligned_payload_is_written_without_copy)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(8192, 0);
@@ -270,7 +270,7 @@ TEST_F(engine, aligned_payload_is_written_without_copy)
 
 // ---- short transfers and errors -------------------------------------------
 
-TEST_F(engine, short_middle_reports_exactly_what_was_written_and_stops)
+TEST_F(request_path, short_middle_reports_exactly_what_was_written_and_stops)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(1000 + 40960 + 700, 0);
@@ -290,7 +290,7 @@ TEST_F(engine, short_middle_reports_exactly_what_was_written_and_stops)
 // Head + partial middle can exceed the middle's own length: a loop that
 // compared the running total (not this segment's transfer) with the
 // segment's expected length would carry on and issue the tail.
-TEST_F(engine, short_middle_detected_per_segment_not_by_running_total)
+TEST_F(request_path, short_middle_detected_per_segment_not_by_running_total)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(4000 + 8192 + 300, 0);
@@ -303,7 +303,7 @@ TEST_F(engine, short_middle_detected_per_segment_not_by_running_total)
 	EXPECT_EQ(stat_of(exp, "short_transfers"), 1u);
 }
 
-TEST_F(engine, short_transfer_still_syncs_when_stable_was_asked)
+TEST_F(request_path, short_transfer_still_syncs_when_stable_was_asked)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(20000, 0);
@@ -314,7 +314,7 @@ TEST_F(engine, short_transfer_still_syncs_when_stable_was_asked)
 	EXPECT_EQ(fb.count(op_kind::fsync), 1u);
 }
 
-TEST_F(engine, eio_on_first_segment_fails_the_write)
+TEST_F(request_path, eio_on_first_segment_fails_the_write)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(20000, 0);
@@ -328,7 +328,7 @@ TEST_F(engine, eio_on_first_segment_fails_the_write)
 	EXPECT_EQ(stat_of(exp, "errors"), 1u);
 }
 
-TEST_F(engine, eio_on_direct_middle_reissues_it_through_the_page_cache)
+TEST_F(request_path, eio_on_direct_middle_reissues_it_through_the_page_cache)
 {
 	// The kernel fails a direct write with EIO when it meets cached state
 	// ("Direct I/O collision with buffered writes"): the segment goes the
@@ -354,7 +354,7 @@ TEST_F(engine, eio_on_direct_middle_reissues_it_through_the_page_cache)
 // buffered one writes what fits: the middle is reissued through the page
 // cache, whose short write is the reply; the WRITE that then cannot make
 // progress gets the error, as from VFS.
-class no_room : public engine, public ::testing::WithParamInterface<int> {};
+class no_room : public request_path, public ::testing::WithParamInterface<int> {};
 
 TEST_P(no_room, direct_middle_reissued_through_the_page_cache_writes_what_fits)
 {
@@ -383,9 +383,9 @@ TEST_P(no_room, direct_middle_reissued_through_the_page_cache_writes_what_fits)
 	EXPECT_EQ(again.bytes, 0u);
 	EXPECT_FALSE(again.stable);
 }
-INSTANTIATE_TEST_SUITE_P(engine, no_room, ::testing::Values(ENOSPC, EDQUOT, EFBIG));
+INSTANTIATE_TEST_SUITE_P(request_path, no_room, ::testing::Values(ENOSPC, EDQUOT, EFBIG));
 
-TEST_F(engine, eio_again_on_the_reissued_middle_reports_the_head_as_a_short_write)
+TEST_F(request_path, eio_again_on_the_reissued_middle_reports_the_head_as_a_short_write)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(20000, 0);
@@ -398,14 +398,14 @@ TEST_F(engine, eio_again_on_the_reissued_middle_reports_the_head_as_a_short_writ
 	EXPECT_EQ(stat_of(exp, "errors"), 1u);
 }
 
-TEST_F(engine, eagain_is_passed_through)
+TEST_F(request_path, eagain_is_passed_through)
 {
 	payload p(100, 0);
 	fb.fail_call(0, EAGAIN);
 	EXPECT_EQ(write(0, p).error, EAGAIN);
 }
 
-TEST_F(engine, sync_failure_is_an_error_and_not_stable)
+TEST_F(request_path, sync_failure_is_an_error_and_not_stable)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT_FILE_SYNC);
 	payload p(8192, 0);
@@ -418,7 +418,7 @@ TEST_F(engine, sync_failure_is_an_error_and_not_stable)
 
 // ---- fallbacks -------------------------------------------------------------
 
-TEST_F(engine, eopnotsupp_falls_back_to_buffered_plus_dontneed_counted_logged_once)
+TEST_F(request_path, eopnotsupp_falls_back_to_buffered_plus_dontneed_counted_logged_once)
 {
 	modes(DCACHE_MODE_DONTCACHE, DCACHE_MODE_DONTCACHE);
 	fb.reject_dontcache();
@@ -454,7 +454,7 @@ TEST_F(engine, eopnotsupp_falls_back_to_buffered_plus_dontneed_counted_logged_on
 	EXPECT_EQ(log_lines_with("RWF_DONTCACHE not supported"), 1u);
 }
 
-TEST_F(engine, eopnotsupp_on_direct_middle_retries_without_the_flag)
+TEST_F(request_path, eopnotsupp_on_direct_middle_retries_without_the_flag)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	fb.reject_dontcache();
@@ -468,7 +468,7 @@ TEST_F(engine, eopnotsupp_on_direct_middle_retries_without_the_flag)
 	EXPECT_EQ(stat_of(exp, "direct_bytes"), 8192u);
 }
 
-TEST_F(engine, no_odirect_falls_back_to_dontcache_counted_logged_once)
+TEST_F(request_path, no_odirect_falls_back_to_dontcache_counted_logged_once)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
 	fb.set_open_direct_error(EINVAL);
@@ -487,7 +487,7 @@ TEST_F(engine, no_odirect_falls_back_to_dontcache_counted_logged_once)
 	EXPECT_EQ(log_lines_with("O_DIRECT refused"), 1u);
 }
 
-TEST_F(engine, einval_on_a_direct_write_reissues_non_direct)
+TEST_F(request_path, einval_on_a_direct_write_reissues_non_direct)
 {
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	fb.fail_when([](const dcache::io::request &q,
@@ -501,7 +501,7 @@ TEST_F(engine, einval_on_a_direct_write_reissues_non_direct)
 	EXPECT_EQ(fb.contents(k_fd), p.bytes());
 }
 
-TEST_F(engine, eio_on_a_direct_read_reissues_it_dontcache)
+TEST_F(request_path, eio_on_a_direct_read_reissues_it_dontcache)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_BUFFERED);
 	payload p(8192, 0);
@@ -532,7 +532,7 @@ struct stable_case {
 	bool reply_stable;
 };
 
-class stability : public engine, public ::testing::WithParamInterface<stable_case> {};
+class stability : public request_path, public ::testing::WithParamInterface<stable_case> {};
 
 TEST_P(stability, one_sync_per_write_never_lower_than_asked)
 {
@@ -570,7 +570,7 @@ TEST_P(stability, one_sync_per_write_never_lower_than_asked)
 	}
 }
 
-INSTANTIATE_TEST_SUITE_P(engine, stability,
+INSTANTIATE_TEST_SUITE_P(request_path, stability,
 			 ::testing::Values(stable_case{DCACHE_MODE_BUFFERED, false, 0, 0, false},
 					   stable_case{DCACHE_MODE_BUFFERED, true, 1, 0, true},
 					   stable_case{DCACHE_MODE_DONTCACHE, false, 0, 0, false},
@@ -590,7 +590,7 @@ INSTANTIATE_TEST_SUITE_P(engine, stability,
 
 // ---- READ ------------------------------------------------------------------
 
-TEST_F(engine, direct_read_widens_and_handles_eof)
+TEST_F(request_path, direct_read_widens_and_handles_eof)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_BUFFERED);
 	payload content(10000, 0, 5);
@@ -622,7 +622,7 @@ TEST_F(engine, direct_read_widens_and_handles_eof)
 	EXPECT_EQ(stat_of(exp, "read_direct"), 8u);
 }
 
-TEST_F(engine, direct_read_aligned_goes_straight_into_the_callers_buffer)
+TEST_F(request_path, direct_read_aligned_goes_straight_into_the_callers_buffer)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_BUFFERED);
 	payload content(16384, 0);
@@ -635,7 +635,7 @@ TEST_F(engine, direct_read_aligned_goes_straight_into_the_callers_buffer)
 	EXPECT_TRUE(std::equal(into.data(), into.data() + 8192, content.bytes().begin() + 4096));
 }
 
-TEST_F(engine, small_direct_read_goes_dontcache)
+TEST_F(request_path, small_direct_read_goes_dontcache)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_BUFFERED);
 	fb.set_contents(k_fd, std::vector<std::uint8_t>(10000, 9));
@@ -650,7 +650,7 @@ TEST_F(engine, small_direct_read_goes_dontcache)
 	EXPECT_EQ(fb.opens(), 0u) << "no O_DIRECT descriptor needed";
 }
 
-TEST_F(engine, zero_length_io_issues_nothing)
+TEST_F(request_path, zero_length_io_issues_nothing)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
 	const dcache_io io{k_fd, 4096, nullptr, 0, false, nullptr};
@@ -663,7 +663,7 @@ TEST_F(engine, zero_length_io_issues_nothing)
 	EXPECT_EQ(calls_of(op_kind::write).size() + calls_of(op_kind::read).size(), 0u);
 }
 
-TEST_F(engine, read_error_is_reported)
+TEST_F(request_path, read_error_is_reported)
 {
 	fb.fail_call(0, EIO);
 	std::vector<std::uint8_t> buf(10);
@@ -674,7 +674,7 @@ TEST_F(engine, read_error_is_reported)
 
 // ---- fadvise mode ----------------------------------------------------------
 
-TEST_F(engine, fadvise_mode_drops_after_read_and_stable_write_and_commit)
+TEST_F(request_path, fadvise_mode_drops_after_read_and_stable_write_and_commit)
 {
 	modes(DCACHE_MODE_FADVISE, DCACHE_MODE_FADVISE);
 	payload p(8000, 0);
@@ -714,7 +714,7 @@ TEST_F(engine, fadvise_mode_drops_after_read_and_stable_write_and_commit)
 	EXPECT_EQ(stat_of(exp, "fadvise_calls"), 4u);
 }
 
-TEST_F(engine, fadvise_errors_do_not_fail_reads_but_commit_reports_them)
+TEST_F(request_path, fadvise_errors_do_not_fail_reads_but_commit_reports_them)
 {
 	modes(DCACHE_MODE_FADVISE, DCACHE_MODE_FADVISE);
 	fb.set_contents(k_fd, std::vector<std::uint8_t>(4096, 1));
@@ -730,7 +730,7 @@ TEST_F(engine, fadvise_errors_do_not_fail_reads_but_commit_reports_them)
 	EXPECT_EQ(log_lines_with("posix_fadvise"), 1u);
 }
 
-TEST_F(engine, after_commit_does_nothing_outside_fadvise_mode)
+TEST_F(request_path, after_commit_does_nothing_outside_fadvise_mode)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
 	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1000), 0);
@@ -740,7 +740,7 @@ TEST_F(engine, after_commit_does_nothing_outside_fadvise_mode)
 
 // ---- files, settings, stats, argument checks -------------------------------
 
-TEST_F(engine, capabilities_probed_once_descriptor_reopened_after_close)
+TEST_F(request_path, capabilities_probed_once_descriptor_reopened_after_close)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
 	payload p(8192, 0);
@@ -760,7 +760,7 @@ TEST_F(engine, capabilities_probed_once_descriptor_reopened_after_close)
 // takes its filesystem's, probed once per filesystem, counted by source
 // and logged once with it; a filesystem that has none either is served the
 // DONTCACHE way.
-TEST_F(engine, alignment_learned_once_per_filesystem_where_files_report_none)
+TEST_F(request_path, alignment_learned_once_per_filesystem_where_files_report_none)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
 	dcache::io::dio_caps none{};
@@ -800,7 +800,7 @@ TEST_F(engine, alignment_learned_once_per_filesystem_where_files_report_none)
 // btrfs serves a direct request it cannot do direct through the page cache
 // without saying so, and has no RWF_DONTCACHE to drop what that leaves:
 // each direct step's range is written back and dropped after it.
-TEST_F(engine, a_direct_step_on_a_filesystem_that_may_buffer_it_is_dropped_after)
+TEST_F(request_path, a_direct_step_on_a_filesystem_that_may_buffer_it_is_dropped_after)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
 	dcache::io::dio_caps btrfs{4096, 4096, 4096, dcache::io::dio_caps::source::btrfs};
@@ -829,7 +829,7 @@ TEST_F(engine, a_direct_step_on_a_filesystem_that_may_buffer_it_is_dropped_after
 	EXPECT_EQ(calls_of(op_kind::fadvise_dontneed).size(), 0u);
 }
 
-TEST_F(engine, live_update_applies_to_the_next_request)
+TEST_F(request_path, live_update_applies_to_the_next_request)
 {
 	payload p(100, 0);
 	ASSERT_EQ(write(0, p).bytes, 100u);
@@ -851,7 +851,7 @@ TEST_F(engine, live_update_applies_to_the_next_request)
 // IO_Workers_Max reaches the backend when the export is created and again
 // on a live update that changes it (not on one that leaves it); a backend
 // that refuses it is named in the log and the export goes on.
-TEST_F(engine, io_workers_max_is_applied_at_creation_and_live)
+TEST_F(request_path, io_workers_max_is_applied_at_creation_and_live)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_workers_max = 3;
@@ -916,7 +916,7 @@ TEST(stats, names_are_unique_snake_case_and_include_the_documented_counters)
 		EXPECT_TRUE(names.count(must)) << must;
 }
 
-TEST_F(engine, stats_reset_and_out_of_range)
+TEST_F(request_path, stats_reset_and_out_of_range)
 {
 	payload p(10, 0);
 	ASSERT_EQ(write(0, p).bytes, 10u);
@@ -927,7 +927,7 @@ TEST_F(engine, stats_reset_and_out_of_range)
 	EXPECT_EQ(dcache_stats_value(nullptr, 0), 0u);
 }
 
-TEST_F(engine, bad_arguments_are_einval)
+TEST_F(request_path, bad_arguments_are_einval)
 {
 	payload p(10, 0);
 	const struct iovec v = p.iov();
@@ -947,7 +947,7 @@ TEST_F(engine, bad_arguments_are_einval)
 	EXPECT_EQ(dcache_after_commit(nullptr, file, k_fd, 0, 0, 1000), EINVAL);
 }
 
-TEST_F(engine, log_is_optional)
+TEST_F(request_path, log_is_optional)
 {
 	dcache_set_log(nullptr);
 	modes(DCACHE_MODE_DONTCACHE, DCACHE_MODE_DONTCACHE);
@@ -959,7 +959,7 @@ TEST_F(engine, log_is_optional)
 
 // Many threads on one export and one file while the file's O_DIRECT
 // descriptor is closed under them and the settings change: run under TSan.
-TEST_F(engine, concurrent_io_close_and_update)
+TEST_F(request_path, concurrent_io_close_and_update)
 {
 	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
 	constexpr int k_threads = 4, k_ops = 200;
@@ -1010,7 +1010,7 @@ TEST_F(engine, concurrent_io_close_and_update)
 
 } // namespace
 
-TEST_F(engine, latency_is_recorded_per_operation)
+TEST_F(request_path, latency_is_recorded_per_operation)
 {
 	std::vector<char> buf(4096, 'x');
 	const iovec iov{buf.data(), buf.size()};

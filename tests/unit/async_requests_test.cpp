@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "async_fake.hpp"
-#include "engine_support.hpp"
+#include "core_support.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -61,7 +61,7 @@ std::vector<std::uint8_t> pattern(std::size_t n, unsigned seed)
 
 constexpr int k_fd = 7;
 
-class engine_async : public core_test {
+class async_requests : public core_test {
 protected:
 	void SetUp() override
 	{
@@ -131,7 +131,7 @@ protected:
 
 // ---- inline versus deferred ------------------------------------------------
 
-TEST(engine_async_inline, synchronous_backend_completes_inline_without_done)
+TEST(async_requests_inline, synchronous_backend_completes_inline_without_done)
 {
 	fake_backend fb;
 	const dcache_settings s = dcache_settings_default();
@@ -158,7 +158,7 @@ TEST(engine_async_inline, synchronous_backend_completes_inline_without_done)
 	dcache_export_put(exp);
 }
 
-TEST_F(engine_async, deferred_write_calls_done_exactly_once_with_the_result)
+TEST_F(async_requests, deferred_write_calls_done_exactly_once_with_the_result)
 {
 	const auto data = pattern(10000, 2);
 	done_probe d;
@@ -167,7 +167,7 @@ TEST_F(engine_async, deferred_write_calls_done_exactly_once_with_the_result)
 	EXPECT_EQ(d.calls.load(), 0);
 	EXPECT_EQ(ab.pending(), 1u);
 	EXPECT_EQ(ab.front().fd, k_fd + async_fake::k_buffered_base)
-		<< "a request outliving the call runs on the engine's own descriptor";
+		<< "a request outliving the call runs on the core's own descriptor";
 	EXPECT_EQ(ab.buffered_open(), 1);
 	ab.release_all();
 	EXPECT_EQ(d.calls.load(), 1);
@@ -188,7 +188,7 @@ TEST_F(engine_async, deferred_write_calls_done_exactly_once_with_the_result)
 
 // ---- the chain of a split WRITE ---------------------------------------------
 
-TEST_F(engine_async, split_write_chain_is_head_middle_tail_then_one_sync)
+TEST_F(async_requests, split_write_chain_is_head_middle_tail_then_one_sync)
 {
 	make_split_writes(DCACHE_MODE_DIRECT_FILE_SYNC);
 	const auto data = pattern(20000, 3);
@@ -214,7 +214,7 @@ TEST_F(engine_async, split_write_chain_is_head_middle_tail_then_one_sync)
 			EXPECT_EQ(q.offset, want.offset);
 		}
 		EXPECT_EQ(d.calls.load(), 0);
-		// Let the engine's stack unwind before releasing: ASan catches a
+		// Let the core's stack unwind before releasing: ASan catches a
 		// bounce buffer freed before the middle completed.
 		std::this_thread::yield();
 		ab.release_one();
@@ -230,7 +230,7 @@ TEST_F(engine_async, split_write_chain_is_head_middle_tail_then_one_sync)
 
 // ---- cached pieces in the caller (as on io_uring) -------------------------
 
-TEST_F(engine_async, cached_write_runs_in_the_caller_where_the_backend_says_so)
+TEST_F(async_requests, cached_write_runs_in_the_caller_where_the_backend_says_so)
 {
 	ab.set_cached_writes_in_caller(true);
 	const auto data = pattern(10000, 4);
@@ -256,7 +256,7 @@ TEST_F(engine_async, cached_write_runs_in_the_caller_where_the_backend_says_so)
 	EXPECT_EQ(stat_of(exp, "steps_in_caller"), 2u);
 }
 
-TEST_F(engine_async, split_write_head_in_the_caller_middle_and_tail_handed_off)
+TEST_F(async_requests, split_write_head_in_the_caller_middle_and_tail_handed_off)
 {
 	ab.set_cached_writes_in_caller(true);
 	make_split_writes(DCACHE_MODE_DIRECT);
@@ -283,7 +283,7 @@ TEST_F(engine_async, split_write_head_in_the_caller_middle_and_tail_handed_off)
 
 // ---- page-cache side work after the reply --------------------------------
 
-TEST_F(engine_async, fadvise_drops_go_out_after_the_reply_and_after_the_commit)
+TEST_F(async_requests, fadvise_drops_go_out_after_the_reply_and_after_the_commit)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_read = DCACHE_MODE_FADVISE;
@@ -327,7 +327,7 @@ std::vector<op_kind> until_replied(async_fake &ab, const done_probe &d)
 	return ops;
 }
 
-TEST_F(engine_async, a_completed_boundary_page_is_written_back_and_dropped_after_the_reply)
+TEST_F(async_requests, a_completed_boundary_page_is_written_back_and_dropped_after_the_reply)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DIRECT;
@@ -366,7 +366,7 @@ TEST_F(engine_async, a_completed_boundary_page_is_written_back_and_dropped_after
 	}());
 }
 
-TEST_F(engine_async, a_dontcache_fallback_writes_back_before_the_reply_and_drops_after)
+TEST_F(async_requests, a_dontcache_fallback_writes_back_before_the_reply_and_drops_after)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DONTCACHE;
@@ -399,7 +399,7 @@ TEST_F(engine_async, a_dontcache_fallback_writes_back_before_the_reply_and_drops
 
 // ---- the memory bound: IO_Queue_Depth places -----------------------------
 
-TEST_F(engine_async, requests_beyond_the_exports_places_wait_before_they_allocate)
+TEST_F(async_requests, requests_beyond_the_exports_places_wait_before_they_allocate)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_read = DCACHE_MODE_DIRECT;
@@ -442,7 +442,7 @@ TEST_F(engine_async, requests_beyond_the_exports_places_wait_before_they_allocat
 	EXPECT_EQ(exp->admitted.load(), 0u) << "every place given back";
 }
 
-TEST_F(engine_async, inline_requests_take_no_place)
+TEST_F(async_requests, inline_requests_take_no_place)
 {
 	ab.set_cached_writes_in_caller(true);
 	dcache_settings s = dcache_settings_default();
@@ -461,7 +461,7 @@ TEST_F(engine_async, inline_requests_take_no_place)
 
 // ---- IO_Blocking_Max: device-bound steps in the caller while slots last ----
 
-TEST_F(engine_async, direct_steps_block_the_caller_within_io_blocking_max_then_go_async)
+TEST_F(async_requests, direct_steps_block_the_caller_within_io_blocking_max_then_go_async)
 {
 	blocking_slots = true;
 	dcache_settings s = dcache_settings_default();
@@ -501,7 +501,7 @@ TEST_F(engine_async, direct_steps_block_the_caller_within_io_blocking_max_then_g
 	EXPECT_EQ(stat_of(exp, "steps_blocking_in_caller"), 2u);
 }
 
-TEST_F(engine_async, a_split_writes_middle_is_handed_off_even_with_slots_free)
+TEST_F(async_requests, a_split_writes_middle_is_handed_off_even_with_slots_free)
 {
 	blocking_slots = true;
 	ab.set_cached_writes_in_caller(true);
@@ -519,7 +519,7 @@ TEST_F(engine_async, a_split_writes_middle_is_handed_off_even_with_slots_free)
 	expect_file_is(1000, data);
 }
 
-TEST_F(engine_async, short_middle_ends_the_chain_with_the_bytes_done)
+TEST_F(async_requests, short_middle_ends_the_chain_with_the_bytes_done)
 {
 	make_split_writes(DCACHE_MODE_DIRECT);
 	fb.short_call(1, 4096); // the middle transfers 4096 of 16384
@@ -540,7 +540,7 @@ TEST_F(engine_async, short_middle_ends_the_chain_with_the_bytes_done)
 	EXPECT_EQ(fb.count(op_kind::write), 2u);
 }
 
-TEST_F(engine_async, error_on_first_segment_fails_without_sync)
+TEST_F(async_requests, error_on_first_segment_fails_without_sync)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DIRECT_FILE_SYNC;
@@ -559,7 +559,7 @@ TEST_F(engine_async, error_on_first_segment_fails_without_sync)
 
 // ---- descriptor lifetime ------------------------------------------------------
 
-TEST_F(engine_async, close_during_flight_closes_descriptors_after_completion)
+TEST_F(async_requests, close_during_flight_closes_descriptors_after_completion)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_read = DCACHE_MODE_DIRECT;
@@ -592,7 +592,7 @@ TEST_F(engine_async, close_during_flight_closes_descriptors_after_completion)
 
 // ---- RWF_NOWAIT fast path --------------------------------------------------------
 
-TEST_F(engine_async, nowait_hit_is_served_inline)
+TEST_F(async_requests, nowait_hit_is_served_inline)
 {
 	const auto content = pattern(65536, 7);
 	fb.set_contents(k_fd, content);
@@ -611,7 +611,7 @@ TEST_F(engine_async, nowait_hit_is_served_inline)
 	EXPECT_EQ(fb.calls().back().fd, k_fd) << "the inline attempt uses the caller's descriptor";
 }
 
-TEST_F(engine_async, nowait_dontcache_mode_carries_both_flags)
+TEST_F(async_requests, nowait_dontcache_mode_carries_both_flags)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_read = DCACHE_MODE_DONTCACHE;
@@ -630,7 +630,7 @@ TEST_F(engine_async, nowait_dontcache_mode_carries_both_flags)
 // readahead of the READ before it, say) is dropped after its reply too,
 // with the READ's reach (drop_after_read_range): left alone, a stream read
 // through the fast path stayed all cached (btrfs, kernels before 6.14).
-TEST_F(engine_async, nowait_hit_without_dontcache_is_dropped_after_the_reply)
+TEST_F(async_requests, nowait_hit_without_dontcache_is_dropped_after_the_reply)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_read = DCACHE_MODE_DONTCACHE;
@@ -662,7 +662,7 @@ TEST_F(engine_async, nowait_hit_without_dontcache_is_dropped_after_the_reply)
 	EXPECT_EQ(stat_of(exp, "fallback_no_dontcache"), fallbacks + 1);
 }
 
-TEST_F(engine_async, nowait_partial_sends_only_the_remainder)
+TEST_F(async_requests, nowait_partial_sends_only_the_remainder)
 {
 	const auto content = pattern(65536, 9);
 	fb.set_contents(k_fd, content);
@@ -685,7 +685,7 @@ TEST_F(engine_async, nowait_partial_sends_only_the_remainder)
 	EXPECT_EQ(stat_of(exp, "read_bytes"), 10000u);
 }
 
-TEST_F(engine_async, nowait_partial_at_eof_reports_eof)
+TEST_F(async_requests, nowait_partial_at_eof_reports_eof)
 {
 	const auto content = pattern(5000, 10);
 	fb.set_contents(k_fd, content);
@@ -701,7 +701,7 @@ TEST_F(engine_async, nowait_partial_at_eof_reports_eof)
 	EXPECT_TRUE(std::equal(into.begin(), into.begin() + 5000, content.begin()));
 }
 
-TEST_F(engine_async, nowait_miss_sends_the_whole_read_async)
+TEST_F(async_requests, nowait_miss_sends_the_whole_read_async)
 {
 	const auto content = pattern(65536, 11);
 	fb.set_contents(k_fd, content);
@@ -721,7 +721,7 @@ TEST_F(engine_async, nowait_miss_sends_the_whole_read_async)
 	EXPECT_EQ(stat_of(exp, "read_nowait_hits"), 0u);
 }
 
-TEST_F(engine_async, nowait_at_eof_is_eof_not_a_miss)
+TEST_F(async_requests, nowait_at_eof_is_eof_not_a_miss)
 {
 	fb.set_contents(k_fd, pattern(4096, 12));
 	std::vector<std::uint8_t> into(4096);
@@ -735,7 +735,7 @@ TEST_F(engine_async, nowait_at_eof_is_eof_not_a_miss)
 	EXPECT_EQ(stat_of(exp, "read_nowait_misses"), 0u);
 }
 
-TEST_F(engine_async, nowait_unsupported_disables_the_fast_path_for_the_file)
+TEST_F(async_requests, nowait_unsupported_disables_the_fast_path_for_the_file)
 {
 	fb.set_contents(k_fd, pattern(65536, 13));
 	fb.fail_when([](const dcache::io::request &q, std::size_t) { return (q.rwf & RWF_NOWAIT) != 0; }, EOPNOTSUPP);
@@ -757,7 +757,7 @@ TEST_F(engine_async, nowait_unsupported_disables_the_fast_path_for_the_file)
 	EXPECT_EQ(lines, 1u);
 }
 
-TEST_F(engine_async, fast_path_setting_off_goes_straight_async)
+TEST_F(async_requests, fast_path_setting_off_goes_straight_async)
 {
 	dcache_settings s = dcache_settings_default();
 	s.cached_read_fast_path = false;
@@ -783,7 +783,7 @@ dcache::io::uring_open_result refuse_eperm(unsigned)
 	return r;
 }
 
-TEST(engine_backend, io_uring_refused_falls_back_to_sync_logged_once_and_counted)
+TEST(backend_choice, io_uring_refused_falls_back_to_sync_logged_once_and_counted)
 {
 	clear_log();
 	dcache_set_log(capture_log);
@@ -818,7 +818,7 @@ TEST(engine_backend, io_uring_refused_falls_back_to_sync_logged_once_and_counted
 	dcache_set_log(nullptr);
 }
 
-TEST(engine_backend, sync_by_setting_and_io_uring_by_default)
+TEST(backend_choice, sync_by_setting_and_io_uring_by_default)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_backend = DCACHE_IO_BACKEND_SYNC;
@@ -844,7 +844,7 @@ TEST(engine_backend, sync_by_setting_and_io_uring_by_default)
 
 // ---- the real io_uring backend ---------------------------------------------------
 
-TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
+TEST(uring_requests, many_requests_in_flight_from_several_threads_verified)
 {
 	char path[] = "/var/tmp/dcache_async_XXXXXX";
 	const int fd = mkstemp(path);
@@ -962,7 +962,7 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 			  static_cast<ssize_t>(k_block));
 		ASSERT_EQ(got, blocks[i]) << "block " << i;
 	}
-	// Read back through the engine (fast path hits or deferred reads).
+	// Read back through the core (fast path hits or deferred reads).
 	std::vector<std::vector<std::uint8_t>> back(k_total, std::vector<std::uint8_t>(k_block));
 	run_phase(false, back);
 	for (int i = 0; i < k_total; ++i)
@@ -991,7 +991,7 @@ TEST(engine_uring, many_requests_in_flight_from_several_threads_verified)
 
 namespace {
 
-TEST(engine_async_settings, io_backend_queue_depth_and_fast_path_parse_and_reject)
+TEST(async_requests_settings, io_backend_queue_depth_and_fast_path_parse_and_reject)
 {
 	dcache_settings s{};
 	char why[256];
@@ -1038,7 +1038,7 @@ dcache::io::uring_open_result uring_without_personalities(unsigned depth)
 
 } // namespace
 
-TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
+TEST(uring_requests, write_without_personality_runs_on_the_caller_and_is_counted)
 {
 	char path[] = "/var/tmp/dcache_personality_XXXXXX";
 	const int fd = mkstemp(path);
@@ -1090,9 +1090,9 @@ TEST(engine_uring, write_without_personality_runs_on_the_caller_and_is_counted)
 // completes; if a buffered write dirtied one of them meanwhile, the kernel
 // cannot drop it, logs "Page cache invalidation failure on direct I/O" and
 // records EIO on the file, so the next fsync (a COMMIT) fails although
-// nothing was lost.  The engine must keep the two kinds off each other's
+// nothing was lost.  The core must keep the two kinds off each other's
 // pages: every fsync succeeds, and the cache agrees with the disk.
-TEST(engine_uring, overlapping_direct_and_buffered_writes_keep_fsync_clean)
+TEST(uring_requests, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 {
 	// DCACHE_TEST_DIR: run it on another filesystem (XFS, say).
 	const char *dir = std::getenv("DCACHE_TEST_DIR");
