@@ -29,6 +29,10 @@ only_release=""
 case ${1:-} in --ganesha | --ganesha=*) only_release=1 ;; esac
 release_parse_ganesha "$@" || exit 2
 set -- "${release_rest[@]+"${release_rest[@]}"}"
+stamp() {  # what starts now, after how long: where a CI run's minutes go
+  printf 'test: [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"
+}
+stamp "setup"
 "$top/ci/setup.sh"
 
 # Only the end-to-end tests need root: a label selection without e2e runs
@@ -43,6 +47,7 @@ if [ "$(id -u)" != 0 ] && ! $labels_without_root; then
 fi
 
 cd "$top"
+stamp "build for Ganesha 4.3"
 DCACHE_GANESHA=4.3 DCACHE_SKIP_SETUP=1 DCACHE_BUILD_DIR="$top/build" "$top/ci/build.sh"
 
 status=0
@@ -51,7 +56,7 @@ status=0
 e2e_against() {  # RELEASE CTEST-ARGS...
   local rel=$1
   shift
-  echo "test: end-to-end tests against Ganesha $rel${*:+ ($*)}"
+  stamp "end-to-end tests against Ganesha $rel${*:+ ($*)}"
   if "$top/ci/setup.sh" --ganesha "$rel" && DCACHE_SKIP_SETUP=1 "$top/ci/build.sh" --ganesha "$rel"; then
     DCACHE_GANESHA=$rel ctest --test-dir "$top/build" --output-on-failure -L e2e \
       -E '^e2e_xfs_delalloc_repro$' "$@" || status=1
@@ -74,13 +79,16 @@ fi
 # and the clang build whose -Wthread-safety -Werror checks the lock
 # annotations (compile only).
 for preset in asan tsan; do
+  stamp "unit tests under $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset" -j"$(nproc)"
   ctest --preset "$preset" || status=1
 done
+stamp "clang thread-safety build"
 cmake --preset clang-tsa >/dev/null
 cmake --build --preset clang-tsa -j"$(nproc)" || { echo "test: the clang thread-safety build failed" >&2; status=1; }
 
+stamp "every test against Ganesha 4.3"
 ctest --test-dir "$top/build" --output-on-failure "$@" || status=1
 
 # The other releases, on a full run or with -L e2e. Left out: the
@@ -89,4 +97,5 @@ if [ $# -eq 0 ] || [ "$*" = "-L e2e" ]; then
   e2e_against 6.5 -LE cluster
   e2e_against 9.14 -L releases
 fi
+stamp "done"
 exit $status
