@@ -40,13 +40,22 @@ if [ "${1:-}" = --inside ]; then
   done
   kill -TERM "$DCACHE_PID"
   # it is the harness's child: once it exits it is a zombie until reaped,
-  # and once reaped its pid may soon be another process's (pid_max 32768)
+  # and once reaped its pid may soon be another process's (pid_max 32768).
+  # The harness may reap it between two looks, so a process that ps no
+  # longer lists has stopped, and the first look that finds it stopped
+  # decides (another look could race the harness's reaping).
   running() {
-    [ "$(cat "/proc/$DCACHE_PID/comm" 2>/dev/null)" = ganesha.nfsd ] &&
-      [ "$(ps -o stat= -p "$DCACHE_PID" | cut -c1)" != Z ]
+    local stat
+    [ "$(cat "/proc/$DCACHE_PID/comm" 2>/dev/null)" = ganesha.nfsd ] || return 1
+    stat=$(ps -o stat= -p "$DCACHE_PID") || return 1
+    [ -n "$stat" ] && [ "${stat:0:1}" != Z ]
   }
-  for ((i = 0; i < 300; i++)); do running || break; sleep 0.1; done
-  ! running || { echo "$prog: ganesha.nfsd did not stop" >&2; exit 1; }
+  stopped=false
+  for ((i = 0; i < 300; i++)); do
+    if ! running; then stopped=true; break; fi
+    sleep 0.1
+  done
+  $stopped || { echo "$prog: ganesha.nfsd did not stop within 30 s of SIGTERM" >&2; exit 1; }
   # the shutdown's CRIT and MAJ messages, without time, pid and thread
   sed -n '/Removing all exports/,$p' "$DCACHE_LOG" | { grep -E ':(CRIT|MAJ) :' || true; } |
     sed -E 's/^.*:(CRIT|MAJ) :/\1 /' | sort -u >"$DCACHE_STATE/shutdown.txt"
