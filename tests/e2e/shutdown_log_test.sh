@@ -39,23 +39,12 @@ if [ "${1:-}" = --inside ]; then
     sighup_and_wait 'Reread exports complete' || { echo "$prog: reload $i did not complete" >&2; exit 1; }
   done
   kill -TERM "$DCACHE_PID"
-  # it is the harness's child: once it exits it is a zombie until reaped,
-  # and once reaped its pid may soon be another process's (pid_max 32768).
-  # The harness may reap it between two looks, so a process that ps no
-  # longer lists has stopped, and the first look that finds it stopped
-  # decides (another look could race the harness's reaping).
-  running() {
-    local stat
-    [ "$(cat "/proc/$DCACHE_PID/comm" 2>/dev/null)" = ganesha.nfsd ] || return 1
-    stat=$(ps -o stat= -p "$DCACHE_PID") || return 1
-    [ -n "$stat" ] && [ "${stat:0:1}" != Z ]
-  }
-  stopped=false
-  for ((i = 0; i < 300; i++)); do
-    if ! running; then stopped=true; break; fi
-    sleep 0.1
-  done
-  $stopped || { echo "$prog: ganesha.nfsd did not stop within 30 s of SIGTERM" >&2; exit 1; }
+  # the server library's wait: the harness may reap its child between two
+  # looks, and a zombie or a pid no longer there has stopped
+  top=$(cd "$here/../.." && pwd)
+  # shellcheck source=../../ci/server.sh
+  . "$top/ci/server.sh"
+  srv_wait_gone "$DCACHE_PID" 30 || { echo "$prog: ganesha.nfsd did not stop within 30 s of SIGTERM" >&2; exit 1; }
   # the shutdown's CRIT and MAJ messages, without time, pid and thread
   sed -n '/Removing all exports/,$p' "$DCACHE_LOG" | { grep -E ':(CRIT|MAJ) :' || true; } |
     sed -E 's/^.*:(CRIT|MAJ) :/\1 /' | sort -u >"$DCACHE_STATE/shutdown.txt"
