@@ -48,10 +48,10 @@ void apply_io_workers(dcache_export &e, std::uint32_t n) noexcept
 
 } // namespace dcache::core
 
-dcache_export::dcache_export(const dcache_settings &s, const char *n, dcache::io::backend *b) : backend(b), settings(s)
+dcache_export::dcache_export(const dcache_settings &s, const char *n, dcache::io::backend *b)
+	: backend(b), places(s.io_queue_depth), settings(s)
 {
 	std::snprintf(name, sizeof(name), "%s", n != nullptr ? n : "(unnamed)");
-	queue_depth = s.io_queue_depth;
 	boundary.set_limits(s.boundary_max_pages, s.boundary_max_age_ms);
 	if (b != nullptr && !b->completes_inline())
 		stats.add(dcache::core::stat::backend_io_uring);
@@ -134,30 +134,6 @@ void inflight_done(dcache_export &e) noexcept
 	mutex_lock lock(e.inflight_mutex);
 	if (e.inflight.fetch_sub(1, std::memory_order_acq_rel) == 1)
 		e.inflight_cv.notify_all();
-}
-
-bool admit(dcache_export &e, bool may_wait) noexcept
-{
-	const std::uint32_t cap = e.queue_depth;
-	std::uint32_t n = e.admitted.load(std::memory_order_relaxed);
-	bool waited = false;
-	for (;;) {
-		if (n < cap || !may_wait) {
-			if (e.admitted.compare_exchange_weak(n, n + 1, std::memory_order_acquire,
-							     std::memory_order_relaxed))
-				return waited;
-			continue;
-		}
-		waited = true;
-		e.admitted.wait(n, std::memory_order_relaxed);
-		n = e.admitted.load(std::memory_order_relaxed);
-	}
-}
-
-void admit_done(dcache_export &e) noexcept
-{
-	e.admitted.fetch_sub(1, std::memory_order_release);
-	e.admitted.notify_one();
 }
 
 } // namespace dcache::core

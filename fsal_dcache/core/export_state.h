@@ -14,6 +14,7 @@
 // keeps it, so it sees the old settings or the new ones, never a mix.
 #pragma once
 
+#include "admission.h"
 #include "boundary_tracker.h"
 #include "dcache/core.h"
 #include "dcache_io/backend.h"
@@ -78,11 +79,11 @@ struct dcache_export {
 	dcache::core::mutex inflight_mutex;
 	std::condition_variable_any inflight_cv;
 	std::atomic<std::size_t> inflight{0};
-	// Requests of an asynchronous backend holding a place: at most
-	// queue_depth at once (request_op::admit); the rest wait in their
-	// worker thread before they allocate anything.
-	std::atomic<std::uint32_t> admitted{0};
-	std::uint32_t queue_depth = 0; // IO_Queue_Depth the backend started with
+	// The places of requests of an asynchronous backend: IO_Queue_Depth
+	// (the one the backend started with) may hold a bounce buffer or be
+	// in the ring at once; the rest wait in line, parked, before they
+	// allocate anything (admission.h, request_op::admit).
+	dcache::core::admission places;
 	// Steps running as blocking syscalls in callers' threads now, within
 	// IO_Blocking_Max (request_op::take_blocking_slot).
 	std::atomic<std::uint32_t> blocking{0};
@@ -113,13 +114,5 @@ void export_update(dcache_export &e, const dcache_settings &s);
 void inflight_add(dcache_export &e) noexcept;
 // The request's very last touch of the export: after it the export may go.
 void inflight_done(dcache_export &e) noexcept;
-
-// One of the export's places for a request of an asynchronous backend
-// (the memory bound, docs/configuration.md): waits while all
-// queue_depth are taken, unless may_wait is false (the completion
-// thread, which must never wait: it is what frees places).  Returns
-// whether it waited.
-bool admit(dcache_export &e, bool may_wait) noexcept;
-void admit_done(dcache_export &e) noexcept;
 
 } // namespace dcache::core

@@ -24,10 +24,10 @@ class read_op final : public request_op {
 public:
 	using request_op::request_op;
 
-	bool next(io::request &req) override;
 	void on_result(io::result r) override;
 
 protected:
+	[[nodiscard]] next_step next() override;
 	void plan() override;
 	void stop() noexcept override { _state = state::done; }
 	[[nodiscard]] dcache_op op() const noexcept override { return DCACHE_OP_READ; }
@@ -124,10 +124,10 @@ void read_op::try_page_cache()
 	}
 }
 
-bool read_op::next(io::request &req)
+next_step read_op::next()
 {
 	if (_state != state::reading)
-		return false;
+		return {};
 	const step_flags fl = flags_for(false, _step.kind, _f.caps.dontcache(), _f.caps.dio.may_buffer);
 	_drop_after = fl.drop_after;
 	if (_step.kind != step_kind::direct) {
@@ -135,23 +135,22 @@ bool read_op::next(io::request &req)
 		// what the page cache already gave.
 		_cur = slice(_io.iov, _io.iov_count, _base, _total - _base);
 		_issued_rwf = fl.rwf;
-		rw_request(req, io::op_kind::read, _io.fd, _io.offset + _base, _issued_rwf);
-		return true;
+		return next_step::issue(rw_request(io::op_kind::read, _io.fd, _io.offset + _base, _issued_rwf));
 	}
 	if (!_step.bounce) {
 		_cur.assign(_io.iov, _io.iov + _io.iov_count);
 	} else {
-		admit(); // before the memory, not after
+		if (!holds_place())
+			return next_step::needs_place(); // before the memory, not after
 		auto buf = std::make_unique<aligned_buffer>();
 		if (!buf->allocate(_f.caps.dio.mem_align, _step.length)) {
 			fail(ENOMEM);
-			return false;
+			return {};
 		}
 		_bounce = std::move(buf);
 		_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(_step.length)});
 	}
-	rw_request(req, io::op_kind::read, _direct->fd, _step.offset, fl.rwf);
-	return true;
+	return next_step::issue(rw_request(io::op_kind::read, _direct->fd, _step.offset, fl.rwf));
 }
 
 // A direct READ's bytes into the reply (r.bytes becomes what the caller

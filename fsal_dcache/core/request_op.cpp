@@ -59,13 +59,18 @@ void request_op::capture_credentials()
 	_mode = issue_mode::execute_now;
 }
 
+void request_op::take_credentials(io::request &req)
+{
+	if (!carries_credentials() || _creds_tried)
+		return;
+	_creds_tried = true;
+	capture_credentials();
+	req.personality = _creds.personality();
+}
+
 void request_op::submit(io::request &req) noexcept
 {
-	if (carries_credentials() && !_creds_tried) {
-		_creds_tried = true;
-		capture_credentials();
-		req.personality = _creds.personality();
-	}
+	take_credentials(req);
 	if (_mode == issue_mode::execute_now) {
 		complete(run_now(req));
 		return;
@@ -113,17 +118,51 @@ io::result request_op::run_in_slot(const io::request &req) noexcept
 	return r;
 }
 
-void request_op::admit() noexcept
+bool request_op::holds_place() const noexcept
 {
-	if (_admitted || blocking() || backend().completes_inline())
-		return;
-	_admitted = true;
-	if (core::admit(_e, !backend().on_completion_thread()))
-		add(stat::admission_waits);
+	return _admitted || blocking() || backend().completes_inline();
 }
 
-void request_op::rw_request(io::request &req, io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept
+bool request_op::admit(bool caller, io::request *step) noexcept
 {
+	if (holds_place())
+		return true;
+	if (caller) {
+		// Whoever resumes a parked request runs as someone else.
+		io::request none{};
+		take_credentials(step != nullptr ? *step : none);
+		if (blocking())
+			return true; // no credentials to carry: it runs here, placeless
+		if (step != nullptr)
+			_held = *step;
+		_has_held = step != nullptr;
+	}
+	_admitted = true;
+	switch (_e.places.enter(caller ? this : nullptr)) {
+	case admission::outcome::taken: _has_held = false; return true;
+	case admission::outcome::waited:
+		_has_held = false;
+		add(stat::admission_waits);
+		add(stat::admission_waits_in_worker);
+		return true;
+	case admission::outcome::parked:
+	case admission::outcome::parked_after_waiting: break; // counted when resumed
+	}
+	return false;
+}
+
+next_step request_op::take_next()
+{
+	if (_has_held) {
+		_has_held = false;
+		return next_step::issue(_held);
+	}
+	return next();
+}
+
+io::request request_op::rw_request(io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept
+{
+	io::request req;
 	req.op = op;
 	req.fd = fd;
 	req.offset = off;
@@ -131,16 +170,39 @@ void request_op::rw_request(io::request &req, io::op_kind op, int fd, std::uint6
 	req.iov_count = static_cast<int>(_cur.size());
 	req.rwf = rwf;
 	req.personality = _creds.personality();
+	return req;
 }
 
+namespace {
+bool drive(request_op *op, bool caller) noexcept;
+} // namespace
+
 dcache_io_result request_op::retire(request_op *op, bool deferred) noexcept
+{
+	place_waiter *next = nullptr;
+	const dcache_io_result res = tear_down(op, deferred, next);
+	// The request given this one's place, and so on while each finishes
+	// at once: a loop, not a recursion.
+	while (next != nullptr) {
+		auto *const parked = static_cast<request_op *>(next);
+		next = nullptr;
+		parked->add(stat::admission_waits);
+		if (parked->worker_waited())
+			parked->add(stat::admission_waits_in_worker);
+		if (drive(parked, false))
+			(void)tear_down(parked, true, next);
+	}
+	return res;
+}
+
+dcache_io_result request_op::tear_down(request_op *op, bool deferred, place_waiter *&resume) noexcept
 {
 	op->_bounce.reset();
 	op->_direct.reset();
 	op->release();
 	dcache_export &e = op->_e;
 	if (op->_admitted)
-		admit_done(e);
+		resume = e.places.leave();
 	e.stats.record(op->op(),
 		       static_cast<std::uint64_t>(
 			       std::chrono::duration_cast<std::chrono::nanoseconds>(e.now() - op->_start).count()));
@@ -195,7 +257,9 @@ namespace {
 
 // Runs the chain from where it stands.  Returns true when the request is
 // finished (the caller retires it), false when a completion will arrive on
-// another thread, which then owns the op: the caller must not touch it.
+// another thread, or the request was parked for a place (the thread that
+// gives it one drives it on), which then owns the op: the caller must not
+// touch it.
 // caller: on the thread that started the request (its credentials are the
 // client's), where steps that should not be handed off run as syscalls.
 //
@@ -208,9 +272,15 @@ bool drive(request_op *op, bool caller) noexcept
 {
 	try {
 		for (;;) {
-			io::request req;
-			if (!op->next(req))
+			next_step s = op->take_next();
+			if (s.what == next_step::kind::finished)
 				return true;
+			if (s.what == next_step::kind::needs_place) {
+				if (!op->admit(caller, nullptr))
+					return false; // parked
+				continue;
+			}
+			io::request &req = s.req;
 			if (op->blocking()) {
 				op->on_result(op->run_now(req));
 				continue;
@@ -223,7 +293,8 @@ bool drive(request_op *op, bool caller) noexcept
 				op->on_result(op->run_in_slot(req));
 				continue;
 			}
-			op->admit();
+			if (!op->admit(caller, &req))
+				return false; // parked, with req
 			op->handoff.store(0, std::memory_order_relaxed);
 			op->submit(req);
 			if (op->handoff.exchange(2, std::memory_order_acq_rel) == 0)

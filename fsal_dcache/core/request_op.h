@@ -2,6 +2,8 @@
 // one backend request.  next() says what to issue, on_result() takes its
 // completion; drive() (request_op.cpp) alternates them on whichever thread
 // holds the request, and retire() is the one place a request is torn down.
+// A request that must wait for one of its export's places is parked in
+// line (admission.h) and driven on by the thread that gives it one.
 //
 // What each op decides: nothing about direct or not (the planner, and for
 // errors the fallback table); it follows the plan, keeps the state between
@@ -13,6 +15,7 @@
 #pragma once
 
 #include "dcache/core.h"
+#include "admission.h"
 #include "dcache_io/backend.h"
 #include "export_state.h"
 #include "fd_ref.h"
@@ -36,7 +39,21 @@ enum class issue_mode : std::uint8_t {
 		     // credentials were captured to carry elsewhere)
 };
 
-class request_op : public io::completion {
+// What next() gives the issue loop.
+struct next_step {
+	enum class kind : std::uint8_t {
+		finished,    // nothing more to issue: the request is done
+		issue,	     // issue req
+		needs_place, // the next step allocates: take a place first, then ask again
+	};
+	kind what = kind::finished;
+	io::request req{};
+
+	[[nodiscard]] static next_step issue(const io::request &r) noexcept { return {kind::issue, r}; }
+	[[nodiscard]] static next_step needs_place() noexcept { return {kind::needs_place, {}}; }
+};
+
+class request_op : public io::completion, public place_waiter {
 public:
 	request_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done, void *done_ctx);
 	request_op(const request_op &) = delete;
@@ -47,8 +64,9 @@ public:
 	// the descriptors and how to issue, then plans.  caller_waits: the
 	// blocking API, whose descriptor outlives the whole request.
 	void prepare(bool caller_waits);
-	// The next request to issue; false when the request is finished.
-	[[nodiscard]] virtual bool next(io::request &req) = 0;
+	// What to issue next: a step parked with the request comes first
+	// (take_next), then the op's own next one.
+	[[nodiscard]] next_step take_next();
 	virtual void on_result(io::result r) = 0;
 	// Ends the request with err: nothing more is issued.
 	void fail(int err) noexcept;
@@ -75,11 +93,16 @@ public:
 	[[nodiscard]] bool take_blocking_slot() noexcept;
 	[[nodiscard]] io::result run_in_slot(const io::request &req) noexcept;
 	[[nodiscard]] bool blocking() const noexcept { return _mode != issue_mode::submit; }
-	// Takes one of the export's places (the memory bound) before the
-	// request allocates a bounce buffer or is handed to the backend;
-	// once per request, given back at retire().  Waits for a place on a
-	// worker thread, never on the completion thread.
-	void admit() noexcept;
+	// One of the export's places (the memory bound), before the request
+	// allocates a bounce buffer or is handed to the backend; once per
+	// request, given back at retire().  caller: on the request's first
+	// thread, where it may wait in line (its credentials are captured
+	// first, into step); step: the one it would issue, kept for take_next
+	// if it is parked.  Returns false when the request was parked: it is
+	// the line's now, and the caller must not touch it.
+	[[nodiscard]] bool admit(bool caller, io::request *step) noexcept;
+	// Whether the request may allocate or submit without admit().
+	[[nodiscard]] bool holds_place() const noexcept;
 
 	// io::completion: the backend's answer to a submitted step.
 	void complete(io::result r) noexcept override;
@@ -88,7 +111,8 @@ public:
 	// released (bounce buffer, O_DIRECT lease, fence, held boundary pages),
 	// the latency recorded, the op deleted (its descriptor lease with it),
 	// the export let go; then, for a deferred request, done is called with
-	// the reply; then the side work is issued.  Returns the reply.
+	// the reply; then the side work is issued; then the request its place
+	// went to, if one was parked, is driven on here.  Returns the reply.
 	static dcache_io_result retire(request_op *op, bool deferred) noexcept;
 
 	// Submission hand-off (drive(), request_op.cpp).
@@ -96,6 +120,7 @@ public:
 	io::result last;
 
 protected:
+	[[nodiscard]] virtual next_step next() = 0;
 	virtual void plan() = 0;
 	// Into the op's final state (fail()).
 	virtual void stop() noexcept = 0;
@@ -105,7 +130,7 @@ protected:
 	[[nodiscard]] virtual dcache_op op() const noexcept = 0;
 	[[nodiscard]] virtual bool carries_credentials() const noexcept { return false; }
 
-	void rw_request(io::request &req, io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept;
+	[[nodiscard]] io::request rw_request(io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept;
 	void add(stat st, std::uint64_t n = 1) const noexcept { _e.stats.add(st, n); }
 	[[nodiscard]] io::backend &backend() const noexcept { return *_e.backend; }
 	// The file's alignment, probed through the caller's descriptor.
@@ -129,9 +154,15 @@ protected:
 
 private:
 	void capture_credentials();
+	// Captures the caller's credentials at the request's first hand-off
+	// (submission, or parking): req carries them from then on.
+	void take_credentials(io::request &req);
+	static dcache_io_result tear_down(request_op *op, bool deferred, place_waiter *&resume) noexcept;
 
 	bool _creds_tried = false;
 	bool _admitted = false;
+	bool _has_held = false;
+	io::request _held; // the step to issue once a parked request has its place
 
 	const dcache_io_done_fn _done;
 	void *const _done_ctx;

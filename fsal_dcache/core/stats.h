@@ -40,7 +40,8 @@ namespace dcache::core {
 	X(steps_in_caller) X(steps_blocking_in_caller) X(drops_deferred)            \
 	X(admission_waits)                                                                \
 	X(dio_align_statx) X(dio_align_xfs_dioinfo) X(dio_align_btrfs)                    \
-	X(dio_align_block_device) X(dio_align_none) X(drops_pending)
+	X(dio_align_block_device) X(dio_align_none) X(drops_pending)                     \
+	X(admission_waits_in_worker)
 // clang-format on
 
 enum class stat : std::size_t {

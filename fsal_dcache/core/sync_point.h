@@ -7,7 +7,8 @@
 // Points: boundary.claim (after the claim, before the edge is written),
 // boundary.complete (edge written, before the tracker hears of it),
 // boundary.release (page taken out of the table, before its write-back
-// and drop), boundary.released (after them).
+// and drop), boundary.released (after them), admission.parked (a request
+// was parked in line for a place: it is no longer its caller's).
 #pragma once
 
 namespace dcache::core {

@@ -26,7 +26,6 @@ class write_op final : public request_op {
 public:
 	using request_op::request_op;
 
-	bool next(io::request &req) override;
 	void on_result(io::result r) override;
 	[[nodiscard]] bool in_caller() const noexcept override
 	{
@@ -41,6 +40,7 @@ public:
 	[[nodiscard]] bool may_block_caller() const noexcept override { return !_split; }
 
 protected:
+	[[nodiscard]] next_step next() override;
 	void plan() override;
 	void stop() noexcept override { _state = state::done; }
 	void release() noexcept override;
@@ -61,8 +61,8 @@ private:
 
 	void enter_fence();
 	[[nodiscard]] bool fence_as_buffered(const step &st);
-	[[nodiscard]] bool issue_step(io::request &req);
-	[[nodiscard]] bool finish_steps(io::request &req);
+	[[nodiscard]] next_step issue_step();
+	[[nodiscard]] next_step finish_steps();
 	void on_step_result(io::result r);
 	void on_writeback_result(io::result r) noexcept;
 	void on_sync_result(io::result r);
@@ -149,7 +149,7 @@ bool write_op::fence_as_buffered(const step &st)
 	return true;
 }
 
-bool write_op::next(io::request &req)
+next_step write_op::next()
 {
 	switch (_state) {
 	case state::write_back:
@@ -158,28 +158,32 @@ bool write_op::next(io::request &req)
 		// write-back now.
 		_state = state::writing_back;
 		_in_caller = true;
-		req = io::request{
-			.op = io::op_kind::writeback, .fd = _io.fd, .offset = _wb_lo, .length = _wb_hi - _wb_lo};
-		return true;
+		return next_step::issue(io::request{
+			.op = io::op_kind::writeback, .fd = _io.fd, .offset = _wb_lo, .length = _wb_hi - _wb_lo});
 	case state::steps:
 		if (_idx < _steps.n) {
-			if (issue_step(req)) {
+			const next_step s = issue_step();
+			if (s.what == next_step::kind::issue)
 				_in_caller = write_step_in_caller(_steps.items[_idx].kind);
-				return true;
-			}
-			return next(req); // it could not be issued: finishing
+			if (s.what != next_step::kind::finished)
+				return s;
+			// It could not be issued: issue_step moved on to finishing.
+		} else {
+			_state = state::finishing;
 		}
-		_state = state::finishing;
-		return finish_steps(req);
-	case state::finishing: return finish_steps(req);
+		return finish_steps();
+	case state::finishing: return finish_steps();
 	case state::writing_back:
 	case state::syncing:
 	case state::done: break;
 	}
-	return false;
+	return {};
 }
 
-bool write_op::issue_step(io::request &req)
+// The current step as a request; needs_place before a bounce buffer is
+// allocated without one; finished if it cannot be issued (_state is then
+// finishing).
+next_step write_op::issue_step()
 {
 	step &st = _steps.items[_idx];
 	_cur = slice(_io.iov, _io.iov_count, st.offset - _io.offset, st.length);
@@ -196,12 +200,13 @@ bool write_op::issue_step(io::request &req)
 	int fd = _io.fd;
 	if (st.kind == step_kind::direct) {
 		if (st.bounce && !_bounce) {
-			admit(); // before the memory, not after
+			if (!holds_place())
+				return next_step::needs_place(); // before the memory, not after
 			auto buf = std::make_unique<aligned_buffer>();
 			if (!buf->allocate(_f.caps.dio.mem_align, st.length)) {
 				_err = ENOMEM;
 				_state = state::finishing;
-				return false;
+				return {};
 			}
 			gather(_cur, buf->data());
 			_bounce = std::move(buf);
@@ -211,11 +216,10 @@ bool write_op::issue_step(io::request &req)
 			_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(st.length)});
 		fd = _direct->fd;
 	}
-	rw_request(req, io::op_kind::write, fd, st.offset, _issued_rwf);
-	return true;
+	return next_step::issue(rw_request(io::op_kind::write, fd, st.offset, _issued_rwf));
 }
 
-bool write_op::finish_steps(io::request &req)
+next_step write_op::finish_steps()
 {
 	_bounce.reset();
 	if (_err != 0) {
@@ -223,7 +227,7 @@ bool write_op::finish_steps(io::request &req)
 		if (_written == 0) {
 			_res.error = _err;
 			_state = state::done;
-			return false;
+			return {};
 		}
 		// Earlier steps landed: report a short write (the client resends
 		// the rest and meets the error then), like write(2).
@@ -236,15 +240,15 @@ bool write_op::finish_steps(io::request &req)
 	_sync = write_sync(_s, _io.stable);
 	if (_sync == sync_kind::none) {
 		_state = state::done;
-		return false;
+		return {};
 	}
 	_state = state::syncing;
 	_in_caller = false;
-	req = io::request{};
+	io::request req;
 	req.op = _sync == sync_kind::fsync ? io::op_kind::fsync : io::op_kind::fdatasync;
 	req.fd = _io.fd;
 	req.personality = _creds.personality();
-	return true;
+	return next_step::issue(req);
 }
 
 void write_op::on_result(io::result r)

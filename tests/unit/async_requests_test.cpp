@@ -98,6 +98,16 @@ protected:
 		const dcache_io io{k_fd, off, &_iov, 1, false, nullptr};
 		return dcache_read_start(exp, file, &io, &done_probe::fn, &d, &inl);
 	}
+	// Direct READs, one place, no blocking slot: every READ after the
+	// first waits in line.
+	void make_one_place_direct_reads()
+	{
+		dcache_settings s = dcache_settings_default();
+		s.io_cache_read = DCACHE_MODE_DIRECT;
+		s.io_queue_depth = 1;
+		s.io_blocking_max = 0;
+		make(s);
+	}
 	// A direct WRITE mode whose edges are plain DONTCACHE pieces (no
 	// boundary tracking): the simplest split chain.
 	void make_split_writes(dcache_mode write_mode)
@@ -399,7 +409,7 @@ TEST_F(async_requests, a_dontcache_fallback_writes_back_before_the_reply_and_dro
 
 // ---- the memory bound: IO_Queue_Depth places -----------------------------
 
-TEST_F(async_requests, requests_beyond_the_exports_places_wait_before_they_allocate)
+TEST_F(async_requests, requests_beyond_the_exports_places_are_parked_not_waited_for)
 {
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_read = DCACHE_MODE_DIRECT;
@@ -412,34 +422,137 @@ TEST_F(async_requests, requests_beyond_the_exports_places_wait_before_they_alloc
 	dcache_io_result inl{};
 	ASSERT_FALSE(write_start(0, data, 1, false, d1, inl)) << "misaligned memory: a bounce buffer, handed off";
 	ASSERT_FALSE(write_start(8192, data, 1, false, d2, inl));
-	EXPECT_EQ(exp->admitted.load(), 2u);
+	EXPECT_EQ(exp->places.taken(), 2u);
 	ASSERT_EQ(ab.pending(), 2u);
 	// A third request (a READ into unaligned memory: a bounce buffer too)
-	// finds both places taken and waits in its worker thread.
+	// finds both places taken: it is parked, and its worker goes back to
+	// Ganesha at once, its reply to come.
 	std::vector<std::uint8_t> back(8192 + 1);
-	std::atomic<bool> returned{false};
-	std::thread worker([&] {
-		struct iovec v {
-			back.data() + 1, 8192
-		};
-		const dcache_io io{k_fd, 0, &v, 1, false, nullptr};
-		dcache_io_result r{};
-		(void)dcache_read_start(exp, file, &io, &done_probe::fn, &d3, &r);
-		returned = true;
-	});
-	std::this_thread::sleep_for(std::chrono::milliseconds(100));
-	EXPECT_FALSE(returned.load()) << "started beyond IO_Queue_Depth";
+	struct iovec v {
+		back.data() + 1, 8192
+	};
+	const dcache_io io{k_fd, 0, &v, 1, false, nullptr};
+	dcache_io_result r{};
+	ASSERT_FALSE(dcache_read_start(exp, file, &io, &done_probe::fn, &d3, &r)) << "parked: answered later";
+	EXPECT_EQ(exp->places.parked(), 1u);
 	EXPECT_EQ(ab.pending(), 2u) << "nothing more reached the backend";
+	EXPECT_EQ(stat_of(exp, "admission_waits"), 0u) << "counted when it gets its place";
 	ab.release_one(); // the first WRITE finishes: its place goes to the READ
-	worker.join();
 	EXPECT_EQ(d1.calls.load(), 1);
+	EXPECT_EQ(exp->places.parked(), 0u);
+	EXPECT_EQ(exp->places.taken(), 2u) << "passed on, not given back";
+	ASSERT_EQ(ab.pending(), 2u) << "the READ was driven on by the thread that freed the place";
 	EXPECT_EQ(stat_of(exp, "admission_waits"), 1u);
+	EXPECT_EQ(stat_of(exp, "admission_waits_in_worker"), 0u);
+	EXPECT_EQ(d3.calls.load(), 0);
 	ab.release_all();
 	EXPECT_EQ(d2.calls.load(), 1);
 	ASSERT_EQ(d3.calls.load(), 1);
 	EXPECT_EQ(d3.res.bytes, 8192u);
 	EXPECT_TRUE(std::equal(data.begin(), data.end(), back.begin() + 1));
-	EXPECT_EQ(exp->admitted.load(), 0u) << "every place given back";
+	EXPECT_EQ(exp->places.taken(), 0u) << "every place given back";
+}
+
+TEST_F(async_requests, places_go_to_the_oldest_in_line_never_to_a_newcomer)
+{
+	make_one_place_direct_reads();
+	// Aligned 4 KiB direct READs at offsets 0, 4096, ...: each goes to the
+	// ring as it is (no bounce buffer), so each needs a place to submit.
+	const auto data = pattern(8 * 4096, 5);
+	fb.set_contents(k_fd, data);
+	constexpr int n = 5;
+	done_probe d[n];
+	std::vector<std::unique_ptr<std::uint8_t, decltype(&std::free)>> bufs;
+	auto start = [&](int i) {
+		auto *buf = static_cast<std::uint8_t *>(std::aligned_alloc(4096, 4096));
+		bufs.emplace_back(buf, &std::free);
+		struct iovec v {
+			buf, 4096
+		};
+		const dcache_io io{k_fd, static_cast<std::uint64_t>(i) * 4096, &v, 1, false, nullptr};
+		dcache_io_result r{};
+		return dcache_read_start(exp, file, &io, &done_probe::fn, &d[i], &r);
+	};
+	ASSERT_FALSE(start(0)) << "submitted";
+	ASSERT_FALSE(start(1)) << "parked";
+	ASSERT_FALSE(start(2)) << "parked";
+	EXPECT_EQ(exp->places.parked(), 2u);
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().offset, 0u);
+	ab.release_one(); // its place goes to the READ at 4096
+	ASSERT_EQ(ab.pending(), 1u);
+	EXPECT_EQ(ab.front().offset, 4096u);
+	// A newcomer finds a place in use and requests in line: it queues
+	// behind them.
+	ASSERT_FALSE(start(3));
+	EXPECT_EQ(exp->places.parked(), 2u);
+	for (const std::uint64_t want : {8192u, 12288u}) {
+		ab.release_one();
+		ASSERT_EQ(ab.pending(), 1u);
+		EXPECT_EQ(ab.front().offset, want) << "first come, first served";
+	}
+	ab.release_one();
+	EXPECT_EQ(ab.pending(), 0u);
+	for (int i = 0; i < 4; ++i) {
+		ASSERT_EQ(d[i].calls.load(), 1) << i;
+		EXPECT_EQ(d[i].res.bytes, 4096u) << i;
+		EXPECT_TRUE(std::equal(bufs[static_cast<std::size_t>(i)].get(),
+				       bufs[static_cast<std::size_t>(i)].get() + 4096, data.begin() + i * 4096))
+			<< i;
+	}
+	EXPECT_EQ(stat_of(exp, "admission_waits"), 3u);
+	EXPECT_EQ(exp->places.taken(), 0u);
+}
+
+TEST_F(async_requests, beyond_the_parking_bound_a_worker_waits_until_its_request_may_park)
+{
+	make_one_place_direct_reads();
+	const auto data = pattern(4096, 6);
+	fb.set_contents(k_fd, data);
+	constexpr std::uint32_t n_parked = k_parked_per_place * 1;
+	std::vector<done_probe> d(n_parked + 2);
+	std::vector<std::vector<std::uint8_t>> bufs(n_parked + 2);
+	auto start = [&](std::size_t i) {
+		bufs[i].assign(4096 + 1, 0); // unaligned: a bounce buffer
+		struct iovec v {
+			bufs[i].data() + 1, 4096
+		};
+		const dcache_io io{k_fd, 0, &v, 1, false, nullptr};
+		dcache_io_result r{};
+		return dcache_read_start(exp, file, &io, &done_probe::fn, &d[i], &r);
+	};
+	for (std::size_t i = 0; i <= n_parked; ++i)
+		ASSERT_FALSE(start(i)) << i; // the first has the place, the rest are parked
+	EXPECT_EQ(exp->places.parked(), n_parked);
+	std::atomic<bool> returned{false};
+	std::atomic<bool> answered_later{false};
+	std::thread worker([&] {
+		answered_later = !start(n_parked + 1);
+		returned = true;
+	});
+	// No room among the parked: that worker waits in line, behind them.
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (exp->places.waiting() < n_parked + 1 && std::chrono::steady_clock::now() < deadline)
+		std::this_thread::yield();
+	ASSERT_EQ(exp->places.waiting(), n_parked + 1);
+	EXPECT_FALSE(returned.load());
+	// The first READ finishes: its place goes to the oldest parked one,
+	// and the room that leaves among the parked to the waiting worker,
+	// which parks its request and goes.
+	ab.release_one();
+	worker.join();
+	EXPECT_TRUE(answered_later.load()) << "parked: its reply comes later";
+	EXPECT_EQ(exp->places.parked(), n_parked);
+	EXPECT_EQ(ab.pending(), 1u);
+	ab.release_all();
+	for (std::size_t i = 0; i < d.size(); ++i) {
+		ASSERT_EQ(d[i].calls.load(), 1) << i;
+		EXPECT_TRUE(std::equal(data.begin(), data.end(), bufs[i].begin() + 1)) << i;
+	}
+	EXPECT_EQ(stat_of(exp, "admission_waits"), n_parked + 1);
+	EXPECT_EQ(stat_of(exp, "admission_waits_in_worker"), 1u);
+	EXPECT_EQ(exp->places.taken(), 0u);
+	EXPECT_EQ(exp->places.waiting(), 0u);
 }
 
 TEST_F(async_requests, inline_requests_take_no_place)
@@ -455,7 +568,7 @@ TEST_F(async_requests, inline_requests_take_no_place)
 	for (int i = 0; i < 3; ++i)
 		ASSERT_TRUE(write_start(4096 * static_cast<std::uint64_t>(i), data, 0, false, d, inl))
 			<< "a buffered WRITE in the caller";
-	EXPECT_EQ(exp->admitted.load(), 0u);
+	EXPECT_EQ(exp->places.taken(), 0u);
 	EXPECT_EQ(stat_of(exp, "admission_waits"), 0u);
 }
 

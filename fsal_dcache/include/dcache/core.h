@@ -125,7 +125,8 @@ struct dcache_settings {
 	/* io_uring (IO_Queue_Depth) has three roles, one number: the ring's
 	 * entries; the export's places, the requests that may hold a bounce
 	 * buffer or be in the ring at once (the memory bound; the rest wait
-	 * before they allocate, counter admission_waits); and the kernel's
+	 * in line, parked, before they allocate, counter admission_waits);
+	 * and the kernel's
 	 * default io-wq bound when io_workers_max is 0 (min(entries,
 	 * 4 x CPUs)). */
 	uint32_t io_queue_depth;
