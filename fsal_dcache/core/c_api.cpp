@@ -8,6 +8,7 @@
 // ordering is nobody's friend).
 #include "dcache/core.h"
 
+#include "commit_op.h"
 #include "dcache_io/backend_factory.h"
 #include "export_state.h"
 #include "file_state.h"
@@ -220,39 +221,7 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 {
 	if (exp == nullptr || fd < 0)
 		return EINVAL;
-	try {
-		exp->stats.add(stat::commits);
-		exp->stats.record(DCACHE_OP_COMMIT, sync_ns);
-		// Held pages in the COMMIT's range were written back when they
-		// were written, and the COMMIT's fsync has made them durable: they
-		// stay held, clean and cached, for the neighbour that completes
-		// them (one writer COMMITs while the others still write; releasing
-		// here made every neighbour read its page back).  The age limit,
-		// the ceiling, close, truncate and unexport release them.
-		boundary_tracker::release_list aged;
-		if (file != nullptr) {
-			const std::uint64_t first = offset / k_page_size;
-			const std::uint64_t last =
-				(len == 0 || len > UINT64_MAX - offset) ? UINT64_MAX : (offset + len - 1) / k_page_size;
-			exp->stats.add(stat::boundary_kept_at_commit, exp->boundary.pages(file->boundary, first, last));
-			exp->boundary.reap(exp->now(), aged);
-		}
-		// fadvise mode: the COMMIT's fsync left the range clean, so
-		// DONTNEED drops it; len 0 is posix_fadvise's own "to end of file".
-		const bool drop_range = exp->settings.current().io_cache_write == DCACHE_MODE_FADVISE;
-		// On an asynchronous backend the COMMIT waits for neither, through
-		// the file's own descriptor (fd is the caller's, for this call).
-		fd_ref own;
-		if (file != nullptr && (drop_range || !aged.empty()) && !exp->backend->completes_inline())
-			own = lease_buffered(*exp, *file, fd, false);
-		side_work later;
-		release_boundary_later(*exp, aged, file, fd, own, later);
-		const int err = drop_range ? drop_later(*exp, own, fd, offset, len, later) : 0;
-		later.issue();
-		return err;
-	} catch (...) {
-		return EIO;
-	}
+	return after_commit(*exp, file, fd, offset, len, sync_ns);
 }
 
 size_t dcache_stats_count(void) noexcept

@@ -15,8 +15,6 @@ namespace dcache::core {
 
 namespace {
 
-constexpr std::uint64_t k_drop_after_read_reach = 2u << 20;
-
 // Now: the caller waits for it either way, so as a plain syscall in its
 // thread (through io_uring it would take a hand-off to the completion
 // thread and an io-wq worker, which every range op goes to, and back).
@@ -64,8 +62,6 @@ public:
 	void complete(io::result r) noexcept override
 	{
 		dcache_export &e = _e;
-		if (r.error == EBUSY) // the ring was full (submitted from its own thread): now, then
-			r = e.backend->execute(_req);
 		if (_req.op != io::op_kind::flush_drop) {
 			count_drop(e, r);
 		} else if (!r.ok()) {
@@ -163,12 +159,6 @@ void flush_and_drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint
 {
 	if (!queue_later(e, own, offset, length, true, later))
 		flush_and_drop(e, fd, offset, length);
-}
-
-byte_range drop_after_read_range(std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept
-{
-	const std::uint64_t start = offset - offset % k_drop_after_read_reach;
-	return {start, eof ? 0 : offset + bytes - start};
 }
 
 namespace {

@@ -75,19 +75,6 @@ void flush_and_drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint
 // flush, then drop.
 void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept;
 
-// The range to drop after a fadvise-mode READ of `bytes` at `offset`: DONTNEED
-// drops only folios wholly inside its range, and readahead fills large
-// folios (up to 2 MiB) that straddle a READ's bounds (measured: exact
-// ranges left 31 % of a file read sequentially in 1 MiB READs resident).
-// So it reaches back to the previous 2 MiB boundary (pages a sequential
-// reader was already served; a folio straddling the end is dropped by the
-// next READ's range), and at end of file to the end.
-struct byte_range {
-	std::uint64_t offset = 0;
-	std::uint64_t length = 0; // 0: to end of file
-};
-[[nodiscard]] byte_range drop_after_read_range(std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept;
-
 // Writes back and drops the pages the tracker handed over, then tells it,
 // before returning (close, truncate, unexport: what follows relies on it).
 // own/own_fd: the file of the calling request and its descriptor, valid

@@ -310,6 +310,35 @@ bool write_step_in_caller(step_kind k) noexcept
 	return k != step_kind::direct;
 }
 
+namespace {
+// How far back a READ's drop reaches: the largest folio readahead builds.
+constexpr std::uint64_t k_drop_after_read_reach = 2u << 20;
+} // namespace
+
+std::optional<byte_range> drop_after_read(const dcache_settings &s, bool no_dontcache, std::uint64_t offset,
+					  std::uint64_t bytes, bool eof) noexcept
+{
+	if ((s.io_cache_read != DCACHE_MODE_FADVISE && !no_dontcache) || bytes == 0)
+		return std::nullopt;
+	const std::uint64_t start = offset - offset % k_drop_after_read_reach;
+	return byte_range{start, eof ? 0 : offset + bytes - start};
+}
+
+std::optional<byte_range> drop_after_stable_write(const dcache_settings &s, bool stable, std::uint64_t offset,
+						  std::uint64_t written) noexcept
+{
+	if (s.io_cache_write != DCACHE_MODE_FADVISE || !stable || written == 0)
+		return std::nullopt;
+	return byte_range{offset, written};
+}
+
+std::optional<byte_range> drop_after_commit(const dcache_settings &s, std::uint64_t offset, std::uint64_t len) noexcept
+{
+	if (s.io_cache_write != DCACHE_MODE_FADVISE)
+		return std::nullopt;
+	return byte_range{offset, len};
+}
+
 sync_kind write_sync(const dcache_settings &s, bool stable) noexcept
 {
 	if (stable || s.io_cache_write == DCACHE_MODE_DIRECT_FILE_SYNC)

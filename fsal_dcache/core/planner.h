@@ -4,7 +4,8 @@
 // segments into steps (one backend request each: a WRITE's edges cut into
 // page pieces, the ones shared with a neighbour tracked), the RWF_ flags
 // each step goes out with, whether a READ tries the page cache first, and
-// which sync a WRITE needs.  What happens when the kernel refuses a step
+// which sync a WRITE needs, and what the fadvise mode drops after a READ,
+// a stable WRITE or a COMMIT.  What happens when the kernel refuses a step
 // is fallback.h's table.  No syscalls, no globals: capabilities come in as
 // arguments, so tests can use any alignment.  Thread-safe.
 #pragma once
@@ -15,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace dcache::core {
@@ -165,5 +167,32 @@ struct step_flags {
 // conversion; only timestamps may lag); none otherwise (UNSTABLE).
 enum class sync_kind : std::uint8_t { none, fsync, fdatasync };
 [[nodiscard]] sync_kind write_sync(const dcache_settings &s, bool stable) noexcept;
+
+// A range of a file to drop (POSIX_FADV_DONTNEED) after a reply.
+struct byte_range {
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0; // 0: to end of file
+	friend bool operator==(const byte_range &, const byte_range &) = default;
+};
+
+// What a READ of `bytes` at `offset` drops after its reply: in fadvise
+// mode, or where its DONTCACHE could not be had (no_dontcache: the kernel
+// would have dropped it itself).  DONTNEED drops only folios wholly
+// inside its range, and readahead fills large folios (up to 2 MiB) that
+// straddle a READ's bounds (measured: exact ranges left 31 % of a file
+// read sequentially in 1 MiB READs resident).  So it reaches back to the
+// previous 2 MiB boundary (pages a sequential reader was already served;
+// a folio straddling the end is dropped by the next READ's range), and at
+// end of file to the end.  Nothing when nothing was read.
+[[nodiscard]] std::optional<byte_range> drop_after_read(const dcache_settings &s, bool no_dontcache,
+							std::uint64_t offset, std::uint64_t bytes, bool eof) noexcept;
+// What a WRITE answered stable drops after its reply (fadvise mode: its
+// sync left the written range clean).
+[[nodiscard]] std::optional<byte_range> drop_after_stable_write(const dcache_settings &s, bool stable,
+								std::uint64_t offset, std::uint64_t written) noexcept;
+// What a COMMIT drops (fadvise mode: its fsync left the range clean; len 0
+// is the COMMIT's and posix_fadvise's own "to end of file").
+[[nodiscard]] std::optional<byte_range> drop_after_commit(const dcache_settings &s, std::uint64_t offset,
+							  std::uint64_t len) noexcept;
 
 } // namespace dcache::core

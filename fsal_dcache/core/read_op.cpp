@@ -215,8 +215,7 @@ void read_op::on_result(io::result r)
 	_res.bytes = r.bytes;
 	_res.eof = eof;
 	add(stat::read_bytes, r.bytes);
-	if (_s.io_cache_read == DCACHE_MODE_FADVISE || _drop_after)
-		drop_after_reply(r.bytes, eof);
+	drop_after_reply(r.bytes, eof);
 }
 
 // The pages a fadvise-mode READ read, a DONTCACHE one's where the kernel
@@ -228,10 +227,8 @@ void read_op::drop_after_reply(std::uint64_t bytes, bool eof) noexcept
 {
 	if (_drop_after && _step.kind != step_kind::direct)
 		add(stat::fallback_no_dontcache);
-	if (bytes == 0)
-		return;
-	const byte_range d = drop_after_read_range(_io.offset, bytes, eof);
-	(void)drop_later(_e, _own, _io.fd, d.offset, d.length, _later);
+	if (const auto d = drop_after_read(_s, _drop_after, _io.offset, bytes, eof))
+		(void)drop_later(_e, _own, _io.fd, d->offset, d->length, _later);
 }
 
 } // namespace

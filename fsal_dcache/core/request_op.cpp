@@ -97,11 +97,21 @@ io::result request_op::run_here(const io::request &req) noexcept
 	return backend().execute_now(req);
 }
 
+step_facts request_op::facts(const next_step &s, bool caller) const noexcept
+{
+	const io::backend &b = backend();
+	return {.request_blocking = blocking(),
+		.on_caller = caller,
+		.cached_write = s.cached_write,
+		.split_write = s.split_write,
+		.completes_inline = b.completes_inline(),
+		.cached_in_caller = b.cached_writes_in_caller(),
+		.blocking_max = _s.io_blocking_max};
+}
+
 bool request_op::take_blocking_slot() noexcept
 {
 	const std::uint32_t max = _s.io_blocking_max;
-	if (max == 0 || backend().completes_inline() || !may_block_caller())
-		return false;
 	std::uint32_t n = _e.blocking.load(std::memory_order_relaxed);
 	do {
 		if (n >= max)
@@ -281,17 +291,16 @@ bool drive(request_op *op, bool caller) noexcept
 				continue;
 			}
 			io::request &req = s.req;
-			if (op->blocking()) {
-				op->on_result(op->run_now(req));
-				continue;
-			}
-			if (caller && op->in_caller()) {
-				op->on_result(op->run_here(req));
-				continue;
-			}
-			if (caller && op->take_blocking_slot()) {
-				op->on_result(op->run_in_slot(req));
-				continue;
+			switch (place(op->facts(s, caller))) {
+			case placement::here: op->on_result(op->run_now(req)); continue;
+			case placement::in_caller: op->on_result(op->run_here(req)); continue;
+			case placement::blocking_slot:
+				if (op->take_blocking_slot()) {
+					op->on_result(op->run_in_slot(req));
+					continue;
+				}
+				break; // every slot taken: the ring
+			case placement::ring: break;
 			}
 			if (!op->admit(caller, &req))
 				return false; // parked, with req

@@ -22,6 +22,7 @@
 #include "file_state.h"
 #include "iovec.h"
 #include "page_cache.h"
+#include "placement.h"
 #include "planner.h"
 
 #include <atomic>
@@ -48,8 +49,14 @@ struct next_step {
 	};
 	kind what = kind::finished;
 	io::request req{};
+	bool cached_write = false; // a WRITE's cached piece (write_step_in_caller)
+	bool split_write = false;  // of a split (misaligned) WRITE
 
-	[[nodiscard]] static next_step issue(const io::request &r) noexcept { return {kind::issue, r}; }
+	[[nodiscard]] static next_step issue(const io::request &r, bool cached_write = false,
+					     bool split_write = false) noexcept
+	{
+		return {kind::issue, r, cached_write, split_write};
+	}
 	[[nodiscard]] static next_step needs_place() noexcept { return {kind::needs_place, {}}; }
 };
 
@@ -76,20 +83,16 @@ public:
 	// (on the calling thread: nothing was handed off yet); if that fails
 	// the request runs in the calling thread from here on (blocking()).
 	void submit(io::request &req) noexcept;
-	// Whether the step next() just built runs in the calling thread while
-	// the request is still there (write_step_in_caller).
-	[[nodiscard]] virtual bool in_caller() const noexcept { return false; }
-	// Whether a device-bound step of this request may take a blocking slot
-	// (IO_Blocking_Max) at all.
-	[[nodiscard]] virtual bool may_block_caller() const noexcept { return true; }
+	// What placement (placement.h) needs to know of step s, on the
+	// request's first thread or not.
+	[[nodiscard]] step_facts facts(const next_step &s, bool caller) const noexcept;
 	// Issues one step as the request's issue_mode says, blocking.
 	[[nodiscard]] io::result run_now(const io::request &req) noexcept;
 	// Issues one step as a plain syscall in the calling thread.
 	[[nodiscard]] io::result run_here(const io::request &req) noexcept;
-	// A step that would be submitted may instead block the calling thread
-	// while fewer than IO_Blocking_Max of the export's steps do
-	// (asynchronous backends only).  run_in_slot issues it and gives the
-	// slot back.
+	// One of the export's IO_Blocking_Max slots, if one is free (placement
+	// blocking_slot).  run_in_slot issues the step and gives the slot
+	// back.
 	[[nodiscard]] bool take_blocking_slot() noexcept;
 	[[nodiscard]] io::result run_in_slot(const io::request &req) noexcept;
 	[[nodiscard]] bool blocking() const noexcept { return _mode != issue_mode::submit; }

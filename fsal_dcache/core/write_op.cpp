@@ -27,17 +27,6 @@ public:
 	using request_op::request_op;
 
 	void on_result(io::result r) override;
-	[[nodiscard]] bool in_caller() const noexcept override
-	{
-		return _in_caller && backend().cached_writes_in_caller();
-	}
-	// A split WRITE's direct middle goes through io_uring: misaligned
-	// writers of one file meet on its inode lock (their cached edges take
-	// it exclusively, and XFS holds it across a blocking O_DIRECT write
-	// that extends the file, where io_uring lets it go at submission);
-	// measured: 32 misaligned writers of one file 0.27x VFS with the
-	// middle blocking, 0.46x through io_uring (docs/benchmarks.md).
-	[[nodiscard]] bool may_block_caller() const noexcept override { return !_split; }
 
 protected:
 	[[nodiscard]] next_step next() override;
@@ -77,7 +66,6 @@ private:
 	int _err = 0;
 	int _issued_rwf = 0;		      // of the step in flight
 	bool _drop_after = false;	      // DONTCACHE asked, plain issued
-	bool _in_caller = false;	      // of the request next() built
 	bool _split = false;		      // a direct middle with cached edges
 	std::uint64_t _wb_lo = 0, _wb_hi = 0; // pages of the write-back
 	// A DONTCACHE fallback's bytes, dropped after that write-back.
@@ -157,14 +145,14 @@ next_step write_op::next()
 		// the sync: the cached bytes just written go to the filesystem's
 		// write-back now.
 		_state = state::writing_back;
-		_in_caller = true;
-		return next_step::issue(io::request{
-			.op = io::op_kind::writeback, .fd = _io.fd, .offset = _wb_lo, .length = _wb_hi - _wb_lo});
+		return next_step::issue(io::request{.op = io::op_kind::writeback,
+						    .fd = _io.fd,
+						    .offset = _wb_lo,
+						    .length = _wb_hi - _wb_lo},
+					true, _split);
 	case state::steps:
 		if (_idx < _steps.n) {
 			const next_step s = issue_step();
-			if (s.what == next_step::kind::issue)
-				_in_caller = write_step_in_caller(_steps.items[_idx].kind);
 			if (s.what != next_step::kind::finished)
 				return s;
 			// It could not be issued: issue_step moved on to finishing.
@@ -216,7 +204,8 @@ next_step write_op::issue_step()
 			_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(st.length)});
 		fd = _direct->fd;
 	}
-	return next_step::issue(rw_request(io::op_kind::write, fd, st.offset, _issued_rwf));
+	return next_step::issue(rw_request(io::op_kind::write, fd, st.offset, _issued_rwf),
+				write_step_in_caller(st.kind), _split);
 }
 
 next_step write_op::finish_steps()
@@ -243,12 +232,11 @@ next_step write_op::finish_steps()
 		return {};
 	}
 	_state = state::syncing;
-	_in_caller = false;
 	io::request req;
 	req.op = _sync == sync_kind::fsync ? io::op_kind::fsync : io::op_kind::fdatasync;
 	req.fd = _io.fd;
 	req.personality = _creds.personality();
-	return next_step::issue(req);
+	return next_step::issue(req, false, _split);
 }
 
 void write_op::on_result(io::result r)
@@ -405,13 +393,12 @@ void write_op::on_sync_result(io::result r)
 	add(stat::writes_reply_stable);
 	if (!_io.stable)
 		add(stat::writes_raised_stable);
-	if (_s.io_cache_write == DCACHE_MODE_FADVISE && _io.stable && _written > 0) {
-		// The sync left the range clean; the drop goes off the reply path
-		// where it can (without the file's own descriptor, as before:
-		// written back and dropped now).
+	if (const auto d = drop_after_stable_write(_s, _io.stable, _io.offset, _written)) {
+		// The drop goes off the reply path where it can (without the
+		// file's own descriptor, as before: written back and dropped now).
 		if (!_own)
-			flush(_e, _io.fd, _io.offset, _written);
-		(void)drop_later(_e, _own, _io.fd, _io.offset, _written, _later);
+			flush(_e, _io.fd, d->offset, d->length);
+		(void)drop_later(_e, _own, _io.fd, d->offset, d->length, _later);
 	}
 }
 

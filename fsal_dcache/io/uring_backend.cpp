@@ -314,9 +314,42 @@ void uring_backend::take_handoffs() noexcept
 		op *o = fifo;
 		fifo = o->next;
 		o->next = nullptr;
-		if (const int err = queue(*o); err != 0) {
+		if (const int err = queue_or_wait(*o); err != 0) {
 			o->res = result::failure(err);
 			finish(o);
+		}
+	}
+}
+
+int uring_backend::queue_or_wait(op &o) noexcept
+{
+	const int err = _backlog != nullptr ? EBUSY : queue(o);
+	if (err != EBUSY)
+		return err;
+	_ring_full_waits.fetch_add(1, std::memory_order_relaxed);
+	o.next = nullptr;
+	if (_backlog_last != nullptr)
+		_backlog_last->next = &o;
+	else
+		_backlog = &o;
+	_backlog_last = &o;
+	return 0;
+}
+
+void uring_backend::queue_backlog() noexcept
+{
+	while (_backlog != nullptr) {
+		op &o = *_backlog;
+		const int err = queue(o);
+		if (err == EBUSY)
+			return; // still no room: after the next pass
+		_backlog = o.next;
+		if (_backlog == nullptr)
+			_backlog_last = nullptr;
+		o.next = nullptr;
+		if (err != 0) {
+			o.res = result::failure(err);
+			finish(&o);
 		}
 	}
 }
@@ -326,6 +359,10 @@ int uring_backend::queue(op &o) noexcept
 	const request &r = o.req;
 	if (refused_for_tests(r))
 		return EOPNOTSUPP; // finished with it, as the kernel's CQE would be
+	if (unsigned n = _full_for_test.load(std::memory_order_relaxed); n != 0) {
+		_full_for_test.store(n - 1, std::memory_order_relaxed);
+		return EBUSY;
+	}
 	if (r.op == op_kind::flush_drop) {
 		// Both SQEs or neither: a head queued alone would name an op
 		// its caller deletes.
@@ -375,112 +412,6 @@ int uring_backend::queue(op &o) noexcept
 	sqe->personality = static_cast<__u16>(r.personality);
 	io_uring_sqe_set_data(sqe, &o);
 	return 0;
-}
-
-// A personality id (1..USHRT_MAX) or -errno.
-int uring_backend::register_personality() noexcept
-{
-	if (const int err = _fail_capture.load(std::memory_order_relaxed); err != 0)
-		return -err;
-	// From any thread: io_uring_register takes the ring's own lock in the
-	// kernel and does not touch the SQ/CQ memory the reaper owns.
-	const int id = io_uring_register_personality(_ring.get());
-	if (id < 0)
-		return id;
-	if (id == 0 || id > 0xffff) {
-		// Cannot happen (ids are 1..USHRT_MAX); 0 would read as "none".
-		(void)io_uring_unregister_personality(_ring.get(), id);
-		return -ERANGE;
-	}
-	_personalities.fetch_add(1, std::memory_order_relaxed);
-	return id;
-}
-
-credentials_result uring_backend::capture_credentials() noexcept
-{
-	credentials_result out;
-	const int id = register_personality();
-	if (id < 0)
-		out.error = -id;
-	else
-		out.creds = credentials(this, id);
-	return out;
-}
-
-namespace {
-
-bool same_identity(const std::vector<std::uint32_t> &key, const identity &who) noexcept
-{
-	return key.size() == who.ngroups + 2 && key[0] == who.uid && key[1] == who.gid &&
-	       std::equal(key.begin() + 2, key.end(), who.groups);
-}
-
-} // namespace
-
-credentials_result uring_backend::capture_credentials(const identity &who) noexcept
-{
-	credentials_result out;
-	std::lock_guard lock(_id_mutex);
-	for (cached_identity &c : _identities) {
-		if (same_identity(c.key, who)) {
-			++c.refs;
-			c.used = ++_id_clock;
-			out.creds = credentials(this, c.id);
-			return out;
-		}
-	}
-	const int id = register_personality();
-	if (id < 0) {
-		out.error = -id;
-		return out;
-	}
-	out.creds = credentials(this, id);
-	cached_identity *slot = nullptr;
-	if (_identities.size() < k_identity_cache) {
-		try {
-			slot = &_identities.emplace_back();
-		} catch (const std::bad_alloc &) {
-			return out; // served uncached: unregistered when released
-		}
-	} else {
-		for (cached_identity &c : _identities)
-			if (c.refs == 0 && (slot == nullptr || c.used < slot->used))
-				slot = &c;
-		if (slot == nullptr)
-			return out; // every cached identity in use: uncached
-		if (slot->id != 0) {
-			(void)io_uring_unregister_personality(_ring.get(), slot->id);
-			_personalities.fetch_sub(1, std::memory_order_relaxed);
-			slot->id = 0;
-		}
-	}
-	try {
-		slot->key.assign({who.uid, who.gid});
-		slot->key.insert(slot->key.end(), who.groups, who.groups + who.ngroups);
-	} catch (const std::bad_alloc &) {
-		slot->key.clear(); // matches no identity; the slot is reused
-		return out;
-	}
-	slot->id = id;
-	slot->refs = 1;
-	slot->used = ++_id_clock;
-	return out;
-}
-
-void uring_backend::release_credentials(int id) noexcept
-{
-	{
-		std::lock_guard lock(_id_mutex);
-		for (cached_identity &c : _identities) {
-			if (c.id == id && !c.key.empty()) {
-				--c.refs; // stays registered for the next request
-				return;
-			}
-		}
-	}
-	// Only ENXIO/EINVAL (an id we never had) can fail: nothing to undo.
-	(void)io_uring_unregister_personality(_ring.get(), id);
-	_personalities.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void uring_backend::submit(const request &req, completion &c) noexcept
@@ -539,7 +470,7 @@ void uring_backend::submit(const request &req, completion &c) noexcept
 	}
 	// On the reaper (a completion chaining its next step): a failure is
 	// finished like any other op, in the loop's next round.
-	if (const int err = queue(*o); err != 0) {
+	if (const int err = queue_or_wait(*o); err != 0) {
 		o->res = result::failure(err);
 		finish(o);
 	}
@@ -598,7 +529,7 @@ uring_backend::op *uring_backend::on_cqe(op &o, int res) noexcept
 		if (o.req.offset != k_current_pos)
 			o.req.offset += static_cast<std::uint64_t>(res);
 		_resubmits.fetch_add(1, std::memory_order_relaxed);
-		if (queue(o) != 0) {
+		if (queue_or_wait(o) != 0) {
 			o.res = result::success(o.moved);
 			return &o;
 		}
@@ -627,7 +558,7 @@ uring_backend::op *uring_backend::on_cqe(op &o, int res) noexcept
 		o.req.offset += o.req.length;
 		o.req.length = o.range_left > k_range_chunk ? k_range_chunk : o.range_left;
 		o.range_left -= o.req.length;
-		if (const int err = queue(o); err != 0) {
+		if (const int err = queue_or_wait(o); err != 0) {
 			o.res = result::failure(err);
 			return &o;
 		}
@@ -643,6 +574,7 @@ void uring_backend::reaper_loop() noexcept
 	for (;;) {
 		if (!_wake_armed && !_wake_broken)
 			arm_wake();
+		queue_backlog();
 		take_handoffs();
 		if (_stop_seen && !_cancel_sent) {
 			queue_cancel();
@@ -651,12 +583,13 @@ void uring_backend::reaper_loop() noexcept
 		// One enter submits everything queued since the last one (handed
 		// off, resubmitted, chained by completions) and waits.  Without a
 		// wake-up read in the ring (no SQE for it: the kernel has not
-		// taken the SQ's entries) nothing would wake us for a hand-off:
-		// wait 1 ms at most, then try again.
+		// taken the SQ's entries) nothing would wake us for a hand-off,
+		// and with ops in the backlog we must come back for them: wait
+		// 1 ms at most, then try again.
 		int rc = 0;
 		if (_finished != nullptr) {
 			rc = io_uring_submit(ring);
-		} else if (_wake_armed) {
+		} else if (_wake_armed && _backlog == nullptr) {
 			rc = io_uring_submit_and_wait(ring, 1);
 		} else {
 			__kernel_timespec ts{0, 1000000};

@@ -1032,6 +1032,43 @@ TEST(uring_factory, depth_bounds_requests_in_flight)
 			<< "request " << i;
 }
 
+// A full ring (the kernel refusing its entries while the completion queue
+// overflows) fails nothing: a READ or WRITE step and a side task (write-back
+// and drop) alike wait in the backlog, in order, and go out once there is
+// room, each completed once, with its bytes.
+TEST(uring_factory, a_full_ring_delays_requests_and_side_work_alike)
+{
+	auto r = make_uring_backend(8);
+	if (r.error)
+		GTEST_SKIP() << "io_uring unavailable: " << r.why;
+	auto *u = dynamic_cast<uring_backend *>(r.backend.get());
+	ASSERT_NE(u, nullptr);
+	temp_file f("/tmp");
+	ASSERT_GE(f.fd(), 0);
+	const auto data = pattern(4 * 4096, 23);
+	std::vector<std::uint8_t> back(4 * 4096);
+	const iovec wv{const_cast<std::uint8_t *>(data.data()), data.size()};
+	const iovec rv{back.data(), back.size()};
+	batch done(3);
+	std::vector<batch::one> comps(3);
+	for (std::size_t i = 0; i < 3; ++i)
+		comps[i] = {}, comps[i].owner = &done, comps[i].index = i;
+	u->ring_full_for_test(5); // the WRITE, then the ones behind it, wait
+	r.backend->submit(rw_req(op_kind::write, f.fd(), 0, &wv, 1), comps[0]);
+	r.backend->submit(range_req(op_kind::flush_drop, f.fd(), 0, data.size()), comps[1]);
+	ASSERT_TRUE(done.wait_total(2));
+	r.backend->submit(rw_req(op_kind::read, f.fd(), 0, &rv, 1), comps[2]);
+	ASSERT_TRUE(done.wait_total(3));
+	EXPECT_EQ(done.calls(), (std::vector<int>{1, 1, 1}));
+	EXPECT_EQ(done.res(0).error, 0);
+	EXPECT_EQ(done.res(0).bytes, data.size());
+	EXPECT_EQ(done.res(1).error, 0) << "the side task";
+	EXPECT_EQ(done.res(2).error, 0);
+	EXPECT_EQ(done.res(2).bytes, data.size());
+	EXPECT_EQ(back, data);
+	EXPECT_GE(u->ring_full_waits(), 1u);
+}
+
 // io-wq workers of this process (threads named iou-wrk-PID).
 std::size_t iowq_threads()
 {

@@ -741,7 +741,7 @@ TEST_F(async_requests, nowait_dontcache_mode_carries_both_flags)
 
 // Without RWF_DONTCACHE a DONTCACHE READ the page cache served whole (the
 // readahead of the READ before it, say) is dropped after its reply too,
-// with the READ's reach (drop_after_read_range): left alone, a stream read
+// with the READ's reach (drop_after_read): left alone, a stream read
 // through the fast path stayed all cached (btrfs, kernels before 6.14).
 TEST_F(async_requests, nowait_hit_without_dontcache_is_dropped_after_the_reply)
 {

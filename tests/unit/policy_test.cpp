@@ -1,13 +1,15 @@
 // The pure policy after the plan, table by table: the steps a WRITE's plan
 // becomes (edge pieces, tracked or not, written back or not), the flags a
 // step goes out with, the cache-first choice of a READ, the sync a WRITE
-// needs, and the fallback table.
+// needs, where a step runs, and the fallback table.
 #include "fallback.h"
+#include "placement.h"
 #include "planner.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -231,6 +233,95 @@ TEST(policy, only_a_writes_cached_pieces_run_in_the_caller)
 	EXPECT_TRUE(write_step_in_caller(step_kind::dontcache));
 	EXPECT_TRUE(write_step_in_caller(step_kind::tracked));
 	EXPECT_FALSE(write_step_in_caller(step_kind::direct));
+}
+
+// What the fadvise mode (and a READ whose DONTCACHE was refused) drops
+// after the reply, operation by operation.
+TEST(policy, drop_ranges_after_read_stable_write_and_commit)
+{
+	const dcache_settings fadvise = with_write(DCACHE_MODE_FADVISE);
+	dcache_settings read_fadvise = dcache_settings_default();
+	read_fadvise.io_cache_read = DCACHE_MODE_FADVISE;
+	const dcache_settings buffered = dcache_settings_default();
+	constexpr std::uint64_t MiB = 1u << 20;
+	using r = std::optional<byte_range>;
+	struct {
+		const char *what;
+		r got, want;
+	} const rows[] = {
+		// READ: back to the 2 MiB boundary before it, to the end at EOF
+		{"fadvise READ", drop_after_read(read_fadvise, false, 3 * MiB, MiB, false),
+		 byte_range{2 * MiB, 2 * MiB}},
+		{"fadvise READ at EOF", drop_after_read(read_fadvise, false, 3 * MiB, 4096, true),
+		 byte_range{2 * MiB, 0}},
+		{"fadvise READ on a boundary", drop_after_read(read_fadvise, false, 4 * MiB, MiB, false),
+		 byte_range{4 * MiB, MiB}},
+		{"fadvise READ of nothing", drop_after_read(read_fadvise, false, 3 * MiB, 0, true), std::nullopt},
+		{"buffered READ", drop_after_read(buffered, false, 0, MiB, false), std::nullopt},
+		{"READ without its DONTCACHE", drop_after_read(buffered, true, 5 * 4096, 4096, false),
+		 byte_range{0, 6 * 4096}},
+		// stable WRITE: the range written
+		{"fadvise stable WRITE", drop_after_stable_write(fadvise, true, 4096, 8192), byte_range{4096, 8192}},
+		{"fadvise UNSTABLE WRITE", drop_after_stable_write(fadvise, false, 4096, 8192), std::nullopt},
+		{"fadvise WRITE of nothing", drop_after_stable_write(fadvise, true, 4096, 0), std::nullopt},
+		{"buffered stable WRITE", drop_after_stable_write(buffered, true, 4096, 8192), std::nullopt},
+		// COMMIT: its range, 0 meaning to the end
+		{"fadvise COMMIT", drop_after_commit(fadvise, 4096, 8192), byte_range{4096, 8192}},
+		{"fadvise COMMIT of the whole file", drop_after_commit(fadvise, 0, 0), byte_range{0, 0}},
+		{"buffered COMMIT", drop_after_commit(buffered, 0, 0), std::nullopt},
+		{"fadvise READs, buffered WRITEs: COMMIT", drop_after_commit(read_fadvise, 0, 0), std::nullopt},
+	};
+	for (const auto &row : rows) {
+		EXPECT_EQ(row.got.has_value(), row.want.has_value()) << row.what;
+		if (row.got && row.want) {
+			EXPECT_TRUE(*row.got == *row.want)
+				<< row.what << ": got " << row.got->offset << "+" << row.got->length << ", want "
+				<< row.want->offset << "+" << row.want->length;
+		}
+	}
+}
+
+// Where a step runs (docs/configuration.md, "Where a step runs"): every
+// fact, each row against the rule that decides it.
+TEST(placement_table, every_rule_and_what_overrides_it)
+{
+	step_facts uring; // an io_uring export's defaults, on the worker thread
+	uring.on_caller = true;
+	uring.cached_in_caller = true;
+	uring.blocking_max = 32;
+	auto with = [&](auto change) {
+		step_facts f = uring;
+		change(f);
+		return f;
+	};
+	struct row {
+		const char *what;
+		step_facts f;
+		placement want;
+	} const rows[] = {
+		{"a device-bound step, slots configured", uring, placement::blocking_slot},
+		{"a cached WRITE piece", with([](step_facts &f) { f.cached_write = true; }), placement::in_caller},
+		{"a cached piece of a split WRITE", with([](step_facts &f) { f.cached_write = f.split_write = true; }),
+		 placement::in_caller},
+		{"a cached piece, backend keeps none in the caller",
+		 with([](step_facts &f) { f.cached_write = true, f.cached_in_caller = false; }),
+		 placement::blocking_slot},
+		{"the direct middle of a split WRITE", with([](step_facts &f) { f.split_write = true; }),
+		 placement::ring},
+		{"IO_Blocking_Max = 0", with([](step_facts &f) { f.blocking_max = 0; }), placement::ring},
+		{"a synchronous backend", with([](step_facts &f) { f.completes_inline = true; }), placement::ring},
+		{"on the completion thread", with([](step_facts &f) { f.on_caller = false; }), placement::ring},
+		{"a cached piece on the completion thread",
+		 with([](step_facts &f) { f.on_caller = false, f.cached_write = true; }), placement::ring},
+		{"a request that runs on its thread", with([](step_facts &f) { f.request_blocking = true; }),
+		 placement::here},
+		{"... even off the caller, cached or split", with([](step_facts &f) {
+			 f.request_blocking = true, f.on_caller = false, f.cached_write = true, f.split_write = true;
+		 }),
+		 placement::here},
+	};
+	for (const row &r : rows)
+		EXPECT_EQ(static_cast<int>(place(r.f)), static_cast<int>(r.want)) << r.what;
 }
 
 TEST(policy, read_step_is_the_plans_segment)

@@ -163,6 +163,14 @@ public:
 	}
 	// Test hook: make capture_credentials() fail with err (0 = normal).
 	void fail_capture_for_test(int err) noexcept { _fail_capture.store(err, std::memory_order_relaxed); }
+	// Test hook: the next n ops find the ring full, as when the kernel
+	// refuses to take its entries (EBUSY: the completion queue overflows).
+	void ring_full_for_test(unsigned n) noexcept { _full_for_test.store(n, std::memory_order_relaxed); }
+	// Times an op found the ring full and waited in the backlog.
+	[[nodiscard]] std::uint64_t ring_full_waits() const noexcept
+	{
+		return _ring_full_waits.load(std::memory_order_relaxed);
+	}
 
 protected:
 	void release_credentials(int id) noexcept override;
@@ -191,6 +199,12 @@ private:
 	// Handles one CQE; returns the op if it is finished, nullptr if it was
 	// resubmitted.
 	[[nodiscard]] op *on_cqe(op &o, int res) noexcept;
+	// queue(), or, when the ring has no room (EBUSY) or ops already wait
+	// for it, the backlog: the op goes out, in order, once a pass has
+	// reaped.  A step or a side task is never failed for a full ring.
+	[[nodiscard]] int queue_or_wait(op &o) noexcept;
+	// Queues the backlog's ops, oldest first, while the ring has room.
+	void queue_backlog() noexcept;
 	// Queues every op other threads handed off, in the order they came.
 	void take_handoffs() noexcept;
 	// Appends a finished op to _finished (completed after the pass).
@@ -223,12 +237,16 @@ private:
 	std::uint64_t _wake_count = 0; // the armed eventfd read's buffer
 	op *_finished = nullptr;       // ops done in this pass of the loop, in order
 	op *_finished_last = nullptr;
+	op *_backlog = nullptr; // ops the ring had no room for, in order
+	op *_backlog_last = nullptr;
 	std::size_t _finished_count = 0;
 	std::atomic<unsigned> _io_workers{0};
 
 	std::atomic<std::uint64_t> _resubmits{0};
 	std::atomic<std::uint64_t> _personalities{0};
 	std::atomic<int> _fail_capture{0};
+	std::atomic<unsigned> _full_for_test{0};
+	std::atomic<std::uint64_t> _ring_full_waits{0};
 	std::thread::id _reaper_id;
 	std::thread _reaper;
 };
