@@ -8,7 +8,9 @@
 // boundary.complete (edge written, before the tracker hears of it),
 // boundary.release (page taken out of the table, before its write-back
 // and drop), boundary.released (after them), admission.parked (a request
-// was parked in line for a place: it is no longer its caller's).
+// was parked in line for a place: it is no longer its caller's),
+// fence.wait (a WRITE is about to wait for the other kind to leave its
+// pages; called under the fence's lock, which the wait then lets go).
 #pragma once
 
 namespace dcache::core {

@@ -1,5 +1,7 @@
 #include "write_fence.h"
 
+#include "sync_point.h"
+
 #include <algorithm>
 
 namespace dcache::core {
@@ -19,8 +21,10 @@ bool write_fence::enter(std::span<const pages> mine)
 	const bool waited = conflicts(mine);
 	if (waited) {
 		++_waiting;
-		while (conflicts(mine))
+		while (conflicts(mine)) {
+			DCACHE_SYNC_POINT("fence.wait"); // under the fence's lock
 			_cv.wait(lock.held());
+		}
 		--_waiting;
 	}
 	_held.insert(_held.end(), mine.begin(), mine.end());

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core_support.hpp"
+#include "sync_points.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -47,24 +48,6 @@ std::vector<std::uint8_t> pattern(std::size_t len, unsigned seed)
 		v[i] = static_cast<std::uint8_t>((i * 131 + seed * 29 + 1) & 0xff);
 	return v;
 }
-
-// Installs a test's std::function as the sync-point hook for its lifetime.
-// Set the function before starting threads; it is read without a lock.
-class sync_points {
-public:
-	explicit sync_points(std::function<void(const std::string &)> fn) : _fn(std::move(fn))
-	{
-		set_sync_point_hook(&_hook);
-	}
-	~sync_points() { set_sync_point_hook(nullptr); }
-	sync_points(const sync_points &) = delete;
-	sync_points &operator=(const sync_points &) = delete;
-
-private:
-	static void call(const char *name, void *arg) { static_cast<sync_points *>(arg)->_fn(name); }
-	std::function<void(const std::string &)> _fn;
-	sync_point_hook _hook{&sync_points::call, this};
-};
 
 class boundary : public core_test {
 protected:

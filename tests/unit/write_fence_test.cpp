@@ -10,13 +10,16 @@
 
 #include "async_fake.hpp"
 #include "core_support.hpp"
+#include "sync_points.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,16 +30,35 @@ using namespace std::chrono_literals;
 namespace {
 
 using pages = write_fence::pages;
+using dcache::test::sync_points;
 
-bool wait_until(const std::function<bool()> &cond)
-{
-	for (int i = 0; i < 10000; ++i) { // up to 10 s: sanitizer builds on a busy machine
-		if (cond())
-			return true;
-		std::this_thread::sleep_for(1ms);
+// The WRITEs that begin to wait at a fence (sync point fence.wait), for
+// the life of the test: mark() now, since(mark) until one has since.
+class fence_waits {
+public:
+	[[nodiscard]] int mark()
+	{
+		std::lock_guard lock(_m);
+		return _n;
 	}
-	return cond();
-}
+	[[nodiscard]] bool since(int mark)
+	{
+		std::unique_lock lock(_m);
+		return _cv.wait_for(lock, 10s, [&] { return _n > mark; }); // sanitizer builds on a busy machine
+	}
+
+private:
+	std::mutex _m;
+	std::condition_variable _cv;
+	int _n = 0;
+	sync_points _hook{[this](const std::string &name) {
+		if (name != "fence.wait")
+			return;
+		std::lock_guard lock(_m);
+		++_n;
+		_cv.notify_all();
+	}};
+};
 
 TEST(write_fence, same_kinds_share_pages)
 {
@@ -69,15 +91,19 @@ void expect_waits_for(const std::vector<pages> &holder, const std::vector<pages>
 {
 	write_fence f;
 	ASSERT_FALSE(f.enter(holder));
+	fence_waits waits;
+	const int before = waits.mark();
 	std::atomic<bool> entered{false};
 	auto waiter = std::async(std::launch::async, [&] {
 		const bool waited = f.enter(wanting);
 		entered = true;
 		return waited;
 	});
-	ASSERT_TRUE(wait_until([&] { return f.waiting() == 1; }));
-	std::this_thread::sleep_for(20ms);
+	// The waiter is at its wait, under the fence's lock: by the time
+	// leave() has that lock, it waits on the condition.
+	ASSERT_TRUE(waits.since(before));
 	EXPECT_FALSE(entered.load()) << "entered while the other kind held the page";
+	EXPECT_EQ(f.waiting(), 1u);
 	f.leave(holder);
 	EXPECT_TRUE(waiter.get()) << "enter() says it waited";
 	EXPECT_EQ(f.held(), wanting.size());
@@ -98,6 +124,7 @@ TEST(write_fence, direct_over_a_buffered_page_waits_too)
 
 TEST(write_fence, leave_forgets_one_record_of_identical_ones)
 {
+	fence_waits waits;
 	write_fence f;
 	const std::vector<pages> a{{1, 1, kind::buffered}};
 	ASSERT_FALSE(f.enter(a));
@@ -105,8 +132,9 @@ TEST(write_fence, leave_forgets_one_record_of_identical_ones)
 	f.leave(a);
 	EXPECT_EQ(f.held(), 1u) << "the other WRITE still holds page 1";
 	const std::vector<pages> d{{1, 1, kind::direct}};
+	const int before_waiter = waits.mark();
 	auto waiter = std::async(std::launch::async, [&] { return f.enter(d); });
-	ASSERT_TRUE(wait_until([&] { return f.waiting() == 1; }));
+	ASSERT_TRUE(waits.since(before_waiter));
 	f.leave(a);
 	EXPECT_TRUE(waiter.get());
 	f.leave(d);
@@ -114,6 +142,7 @@ TEST(write_fence, leave_forgets_one_record_of_identical_ones)
 
 TEST(write_fence, a_refused_direct_entry_becomes_buffered_unless_another_holds_it_direct)
 {
+	fence_waits waits;
 	write_fence f;
 	const pages mine{4, 7, kind::direct};
 	const std::vector<pages> entered{{3, 3, kind::buffered}, mine, {8, 8, kind::buffered}};
@@ -128,14 +157,16 @@ TEST(write_fence, a_refused_direct_entry_becomes_buffered_unless_another_holds_i
 	EXPECT_FALSE(f.try_make_buffered({4, 8, kind::direct})) << "not what was entered";
 	// A buffered WRITE of page 5 waits for the direct entry...
 	const std::vector<pages> buffered{{5, 5, kind::buffered}};
+	const int before_waiter = waits.mark();
 	auto waiter = std::async(std::launch::async, [&] { return f.enter(buffered); });
-	ASSERT_TRUE(wait_until([&] { return f.waiting() == 1; }));
+	ASSERT_TRUE(waits.since(before_waiter));
 	// ...and goes when it turns buffered.
 	EXPECT_TRUE(f.try_make_buffered(mine));
 	EXPECT_TRUE(waiter.get());
 	// Now a direct WRITE of those pages waits.
+	const int before_direct_waiter = waits.mark();
 	auto direct_waiter = std::async(std::launch::async, [&] { return f.enter(other); });
-	ASSERT_TRUE(wait_until([&] { return f.waiting() == 1; }));
+	ASSERT_TRUE(waits.since(before_direct_waiter));
 	f.leave(buffered);
 	std::vector<pages> now_mine = entered;
 	now_mine[1].k = kind::buffered;
@@ -202,6 +233,7 @@ protected:
 
 TEST_F(write_fence_core, buffered_write_waits_for_the_direct_write_in_flight_on_its_page)
 {
+	fence_waits waits;
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_write = DCACHE_MODE_DIRECT;
 	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BUFFERED;
@@ -229,11 +261,12 @@ TEST_F(write_fence_core, buffered_write_waits_for_the_direct_write_in_flight_on_
 		raw + 4 * 4096 + 1, 4096
 	};
 	const dcache_io b{k_fd, 2 * 4096, &vb, 1, false, nullptr};
+	const int before_starter = waits.mark();
 	auto starter = std::async(std::launch::async, [&] {
 		dcache_io_result r{};
 		return dcache_write_start(exp, file, &b, on_done, &done_calls, &r);
 	});
-	ASSERT_TRUE(wait_until([&] { return file->fence.waiting() == 1; }));
+	ASSERT_TRUE(waits.since(before_starter));
 	EXPECT_EQ(qb.pending(), 1u) << "the buffered WRITE was issued over a direct one in flight";
 
 	qb.release_one(); // A completes; B enters and is queued
