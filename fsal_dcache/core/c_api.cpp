@@ -46,7 +46,7 @@ struct dcache_export *dcache_export_new(const struct dcache_settings *settings, 
 	try {
 		const dcache_settings s = settings ? *settings : dcache_settings_default();
 		dcache::io::backend_choice chosen =
-			dcache::io::open_backend(s.io_backend == DCACHE_IO_BACKEND_IO_URING, s.io_queue_depth);
+			dcache::io::open_backend(s.io_backend == DCACHE_IO_BACKEND_IO_URING);
 		dcache_export *e = export_new_with_backend(&s, name, chosen.backend.get());
 		if (e == nullptr)
 			return nullptr;

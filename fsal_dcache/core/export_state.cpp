@@ -3,6 +3,8 @@
 #include "log.h"
 #include "settings.h"
 
+#include <pthread.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -93,7 +95,10 @@ void export_unref(dcache_export *exp) noexcept
 	// freeing the last file), the deletion moves to a thread of its own.
 	if (exp->backend != nullptr && exp->backend->on_completion_thread()) {
 		try {
-			std::thread([exp] { delete_export(exp); }).detach();
+			std::thread([exp] {
+				(void)pthread_setname_np(pthread_self(), "dcache-unexport");
+				delete_export(exp);
+			}).detach();
 			return;
 		} catch (...) {
 			return; // no thread: leak rather than deadlock

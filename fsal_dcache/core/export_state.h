@@ -62,7 +62,7 @@ struct dcache_export {
 	std::atomic<int> refs{1};
 	char name[128] = {};
 	dcache::io::backend *backend = nullptr;
-	std::unique_ptr<dcache::io::backend> owned_backend;
+	std::shared_ptr<dcache::io::backend> owned_backend; // a ring of the engine is shared
 	dcache::core::export_stats stats;
 	// Half-written boundary pages of every file of the export (the ceiling
 	// is per export); Boundary_Max_Pages / _Max_Age_Ms live in it.

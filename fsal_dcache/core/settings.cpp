@@ -211,7 +211,8 @@ constexpr setting k_settings[] = {
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
 		 return show_word(k_backend_words, s.io_backend, o, n);
 	 }},
-	{"IO_Queue_Depth", &dcache_settings_text::io_queue_depth, "an integer from 1 to 4096 (io_uring entries)",
+	{"IO_Queue_Depth", &dcache_settings_text::io_queue_depth,
+	 "an integer from 1 to 4096 (requests in io_uring at once)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 1, k_max_queue_depth, &s.io_queue_depth);
 	 },
@@ -228,7 +229,7 @@ constexpr setting k_settings[] = {
 	 },
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.io_blocking_max, o, n); }},
 	{"IO_Workers_Max", &dcache_settings_text::io_workers_max,
-	 "an integer from 0 to 4096 (io-wq workers of the export's ring; 0: the kernel's default, the ring's entries or 4 per CPU if fewer)",
+	 "an integer from 0 to 4096 (io-wq workers of the export's ring, shared by the exports on it; 0: the kernel's default, 4 per CPU)",
 	 [](const char *t, dcache_settings &s) noexcept {
 		 return parse_uint(t, 0, k_max_io_workers, &s.io_workers_max);
 	 },

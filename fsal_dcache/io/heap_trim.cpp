@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include <malloc.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -15,7 +16,11 @@ namespace {
 
 class heap_trimmer {
 public:
-	heap_trimmer() : _thread([this] { run(); }) {}
+	heap_trimmer() : _thread([this] { run(); })
+	{
+		// Its own name, not its creator's (a ring's completion thread).
+		(void)pthread_setname_np(_thread.native_handle(), "dcache-trim");
+	}
 	heap_trimmer(const heap_trimmer &) = delete;
 	heap_trimmer &operator=(const heap_trimmer &) = delete;
 	~heap_trimmer()

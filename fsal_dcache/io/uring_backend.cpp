@@ -1,6 +1,7 @@
 #include "dcache_io/uring_backend.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <liburing.h>
 #include <limits.h>
 #include <sys/eventfd.h>
@@ -165,6 +166,8 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 		b->_depth = depth;
 		b->_reaper = std::thread(&uring_backend::reaper_loop, b.get());
 		b->_reaper_id = b->_reaper.get_id();
+		// What ps and top show an operator: the completion threads.
+		(void)pthread_setname_np(b->_reaper.native_handle(), "dcache-ring");
 		out.backend = std::move(b);
 		return out;
 	} catch (const std::bad_alloc &) {

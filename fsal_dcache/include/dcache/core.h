@@ -122,13 +122,11 @@ struct dcache_settings {
 	uint32_t boundary_max_age_ms; /* a held page older than this is released */
 	/* Chosen at export creation (see enum dcache_io_backend). */
 	enum dcache_io_backend io_backend;
-	/* io_uring (IO_Queue_Depth) has three roles, one number: the ring's
-	 * entries; the export's places, the requests that may hold a bounce
-	 * buffer or be in the ring at once (the memory bound; the rest wait
-	 * in line, parked, before they allocate, counter admission_waits);
-	 * and the kernel's
-	 * default io-wq bound when io_workers_max is 0 (min(entries,
-	 * 4 x CPUs)). */
+	/* io_uring (IO_Queue_Depth): the export's places, the requests that
+	 * may hold a bounce buffer or be in io_uring at once (the memory
+	 * bound; the rest wait in line, parked, before they allocate, counter
+	 * admission_waits).  The rings are the server's, shared by its
+	 * exports (io/dcache_io/backend_factory.h), with 4096 entries each. */
 	uint32_t io_queue_depth;
 	/* Buffered/DONTCACHE READs on an asynchronous backend try
 	 * preadv2(RWF_NOWAIT) inline first: page-cache hits need no hand-off. */
