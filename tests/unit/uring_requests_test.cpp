@@ -1,0 +1,405 @@
+// The asynchronous data path over the real io_uring backend and its
+// choice: the io_uring -> sync fallback, many requests in flight from
+// several threads, WRITEs without a personality, overlapping direct and
+// buffered WRITEs; and the settings of the asynchronous path.
+#include "async_requests.hpp"
+
+namespace {
+
+using namespace dcache::test;
+
+// ---- backend selection ------------------------------------------------------------
+
+dcache::io::uring_open_result refuse_eperm(unsigned)
+{
+	dcache::io::uring_open_result r;
+	r.error = EPERM;
+	r.why = "kernel.io_uring_disabled = 2";
+	return r;
+}
+
+TEST(backend_choice, io_uring_refused_falls_back_to_sync_logged_once_and_counted)
+{
+	clear_log();
+	dcache_set_log(capture_log);
+	dcache::io::set_uring_factory(&refuse_eperm);
+	const dcache_settings s = dcache_settings_default();
+	ASSERT_EQ(s.io_backend, DCACHE_IO_BACKEND_IO_URING);
+	dcache_export *exp = dcache_export_new(&s, "export 5 /fallback");
+	dcache::io::set_uring_factory(nullptr);
+	ASSERT_NE(exp, nullptr);
+	EXPECT_STREQ(dcache_export_backend_name(exp), "sync");
+	EXPECT_EQ(stat_of(exp, "fallback_no_io_uring"), 1u);
+	EXPECT_EQ(stat_of(exp, "backend_io_uring"), 0u);
+	std::size_t lines = 0;
+	for (const auto &l : log_lines())
+		if (l.find("io_uring") != std::string::npos) {
+			++lines;
+			EXPECT_NE(l.find("export 5 /fallback"), std::string::npos) << l;
+			EXPECT_NE(l.find("io_uring_disabled"), std::string::npos) << l;
+		}
+	EXPECT_EQ(lines, 1u);
+	// The running backend stays; a changed IO_Backend is only logged.
+	dcache_settings t = s;
+	t.io_backend = DCACHE_IO_BACKEND_SYNC;
+	dcache_export_update(exp, &t);
+	EXPECT_STREQ(dcache_export_backend_name(exp), "sync");
+	EXPECT_EQ(dcache_export_settings(exp).io_backend, DCACHE_IO_BACKEND_SYNC);
+	bool logged = false;
+	for (const auto &l : log_lines())
+		logged |= l.find("next restart") != std::string::npos;
+	EXPECT_TRUE(logged);
+	dcache_export_put(exp);
+	dcache_set_log(nullptr);
+}
+
+TEST(backend_choice, sync_by_setting_and_io_uring_by_default)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_backend = DCACHE_IO_BACKEND_SYNC;
+	dcache_export *a = dcache_export_new(&s, "sync one");
+	ASSERT_NE(a, nullptr);
+	EXPECT_STREQ(dcache_export_backend_name(a), "sync");
+	EXPECT_EQ(stat_of(a, "fallback_no_io_uring"), 0u);
+	dcache_export_put(a);
+
+	s.io_backend = DCACHE_IO_BACKEND_IO_URING;
+	dcache_export *b = dcache_export_new(&s, "uring one");
+	ASSERT_NE(b, nullptr);
+	if (stat_of(b, "fallback_no_io_uring") != 0) {
+		dcache_export_put(b);
+		GTEST_SKIP() << "io_uring unavailable here (fell back to sync)";
+	}
+	EXPECT_STREQ(dcache_export_backend_name(b), "io_uring");
+	EXPECT_EQ(stat_of(b, "backend_io_uring"), 1u);
+	dcache_stats_reset(b);
+	EXPECT_EQ(stat_of(b, "backend_io_uring"), 1u) << "a gauge survives a stats reset";
+	dcache_export_put(b);
+}
+
+// ---- the real io_uring backend ---------------------------------------------------
+
+TEST(uring_requests, many_requests_in_flight_from_several_threads_verified)
+{
+	char path[] = "/var/tmp/dcache_async_XXXXXX";
+	const int fd = mkstemp(path);
+	ASSERT_GE(fd, 0) << std::strerror(errno);
+	unlink(path);
+
+	dcache_settings s = dcache_settings_default();
+	s.io_queue_depth = 256;
+	s.io_blocking_max = 0; // every device-bound step through io_uring
+	dcache_export *exp = dcache_export_new(&s, "uring e2e");
+	ASSERT_NE(exp, nullptr);
+	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
+		dcache_export_put(exp);
+		close(fd);
+		GTEST_SKIP() << "io_uring unavailable here";
+	}
+	dcache_file *file = dcache_file_new(exp);
+
+	constexpr int k_threads = 4, k_per_thread = 32, k_total = k_threads * k_per_thread;
+	constexpr std::size_t k_block = 8192;
+	std::vector<std::vector<std::uint8_t>> blocks(k_total);
+	for (int i = 0; i < k_total; ++i)
+		blocks[i] = pattern(k_block, static_cast<unsigned>(i + 100));
+
+	struct shared_state {
+		std::mutex m;
+		std::condition_variable cv;
+		int started = 0;
+		int completed = 0;
+		int errors = 0;
+		std::size_t max_outstanding = 0;
+		int done_calls_per_req[k_total] = {};
+	} st;
+	struct req_ctx {
+		shared_state *st;
+		int index;
+	};
+	std::vector<req_ctx> ctxs(k_total);
+	const auto on_done = [](void *p, dcache_io_result r) {
+		auto *c = static_cast<req_ctx *>(p);
+		std::unique_lock lock(c->st->m);
+		// The first completion holds the reaper until every request has
+		// been started: all of them are in flight at once.
+		c->st->cv.wait_for(lock, std::chrono::seconds(10), [&] { return c->st->started == k_total; });
+		if (r.error != 0 || r.bytes != k_block)
+			++c->st->errors;
+		++c->st->done_calls_per_req[c->index];
+		++c->st->completed;
+		c->st->cv.notify_all();
+	};
+
+	auto run_phase = [&](bool write, std::vector<std::vector<std::uint8_t>> &bufs) {
+		{
+			std::lock_guard lock(st.m);
+			st.started = st.completed = st.errors = 0;
+			st.max_outstanding = 0;
+			std::fill(std::begin(st.done_calls_per_req), std::end(st.done_calls_per_req), 0);
+		}
+		std::vector<std::thread> threads;
+		for (int t = 0; t < k_threads; ++t)
+			threads.emplace_back([&, t] {
+				for (int k = 0; k < k_per_thread; ++k) {
+					const int i = t * k_per_thread + k;
+					ctxs[i] = {&st, i};
+					struct iovec v {
+						bufs[i].data(), k_block
+					};
+					// Stable WRITEs: the cached write runs in the
+					// caller, the fsync goes to io_uring.
+					const dcache_io io{
+						fd, static_cast<std::uint64_t>(i) * k_block, &v, 1, write, nullptr};
+					dcache_io_result inl{};
+					const bool done_inline =
+						write ? dcache_write_start(exp, file, &io, on_done, &ctxs[i], &inl)
+						      : dcache_read_start(exp, file, &io, on_done, &ctxs[i], &inl);
+					std::lock_guard lock(st.m);
+					++st.started;
+					if (done_inline) {
+						++st.completed;
+						++st.done_calls_per_req[i];
+						if (inl.error != 0 || inl.bytes != k_block)
+							++st.errors;
+					}
+					st.max_outstanding = std::max<std::size_t>(
+						st.max_outstanding,
+						static_cast<std::size_t>(st.started - st.completed));
+					st.cv.notify_all();
+				}
+				// io_uring cancels a thread's requests when it exits:
+				// stay until all have completed.
+				std::unique_lock lock(st.m);
+				st.cv.wait(lock, [&] { return st.completed == k_total; });
+			});
+		for (auto &th : threads)
+			th.join();
+		std::lock_guard lock(st.m);
+		EXPECT_EQ(st.errors, 0);
+		for (int i = 0; i < k_total; ++i)
+			EXPECT_EQ(st.done_calls_per_req[i], 1)
+				<< "request " << i << " completed " << st.done_calls_per_req[i] << " times";
+	};
+
+	run_phase(true, blocks);
+	{
+		std::lock_guard lock(st.m);
+		EXPECT_GE(st.max_outstanding, 64u) << "a stable WRITE's fsync is always deferred on io_uring";
+	}
+	EXPECT_EQ(stat_of(exp, "steps_in_caller"), static_cast<std::uint64_t>(k_total))
+		<< "each WRITE's cached piece ran in its caller";
+	EXPECT_EQ(stat_of(exp, "syncs_fsync"), static_cast<std::uint64_t>(k_total));
+	// Verify with plain preads.
+	for (int i = 0; i < k_total; ++i) {
+		std::vector<std::uint8_t> got(k_block);
+		ASSERT_EQ(pread(fd, got.data(), k_block, static_cast<off_t>(i) * k_block),
+			  static_cast<ssize_t>(k_block));
+		ASSERT_EQ(got, blocks[i]) << "block " << i;
+	}
+	// Read back through the core (fast path hits or deferred reads).
+	std::vector<std::vector<std::uint8_t>> back(k_total, std::vector<std::uint8_t>(k_block));
+	run_phase(false, back);
+	for (int i = 0; i < k_total; ++i)
+		ASSERT_EQ(back[i], blocks[i]) << "block " << i;
+	EXPECT_EQ(stat_of(exp, "reads"), static_cast<std::uint64_t>(k_total));
+	EXPECT_EQ(stat_of(exp, "read_nowait_hits") + stat_of(exp, "read_nowait_partial") +
+			  stat_of(exp, "read_nowait_misses"),
+		  static_cast<std::uint64_t>(k_total));
+
+	// Blocking API over io_uring: start + wait.
+	std::vector<std::uint8_t> one(k_block);
+	struct iovec v {
+		one.data(), k_block
+	};
+	const dcache_io io{fd, 5 * k_block, &v, 1, false, nullptr};
+	const dcache_io_result r = dcache_read(exp, file, &io);
+	EXPECT_EQ(r.bytes, k_block);
+	EXPECT_EQ(one, blocks[5]);
+
+	dcache_file_free(file);
+	dcache_export_put(exp);
+	close(fd);
+}
+
+} // namespace
+
+namespace {
+
+TEST(async_requests_settings, io_backend_queue_depth_and_fast_path_parse_and_reject)
+{
+	dcache_settings s{};
+	char why[256];
+	dcache_settings_text t{};
+	ASSERT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), 0);
+	EXPECT_EQ(s.io_backend, DCACHE_IO_BACKEND_IO_URING);
+	EXPECT_EQ(s.io_queue_depth, 32u);
+	EXPECT_TRUE(s.cached_read_fast_path);
+	t.io_backend = "Sync";
+	t.io_queue_depth = "4096";
+	t.cached_read_fast_path = "off";
+	ASSERT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), 0) << why;
+	EXPECT_EQ(s.io_backend, DCACHE_IO_BACKEND_SYNC);
+	EXPECT_EQ(s.io_queue_depth, 4096u);
+	EXPECT_FALSE(s.cached_read_fast_path);
+	t.io_backend = "aio";
+	EXPECT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), EINVAL);
+	EXPECT_NE(std::string(why).find("IO_Backend = \"aio\""), std::string::npos) << why;
+	t.io_backend = nullptr;
+	for (const char *bad : {"0", "4097", "-1", "64k"}) {
+		t.io_queue_depth = bad;
+		EXPECT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), EINVAL) << bad;
+		EXPECT_NE(std::string(why).find("IO_Queue_Depth"), std::string::npos) << why;
+	}
+	t.io_queue_depth = nullptr;
+	t.cached_read_fast_path = "maybe";
+	EXPECT_EQ(dcache_settings_parse(&t, &s, why, sizeof(why)), EINVAL);
+	EXPECT_NE(std::string(why).find("Cached_Read_Fast_Path"), std::string::npos) << why;
+}
+
+} // namespace
+
+namespace {
+
+// A real io_uring backend that cannot register personalities (as when the
+// kernel refuses: ENOMEM, or too many of them).
+dcache::io::uring_open_result uring_without_personalities(unsigned depth)
+{
+	dcache::io::uring_open_result r = dcache::io::make_uring_backend(depth);
+	if (r.error == 0)
+		r.backend->fail_capture_for_test(EBUSY);
+	return r;
+}
+
+} // namespace
+
+TEST(uring_requests, write_without_personality_runs_on_the_caller_and_is_counted)
+{
+	char path[] = "/var/tmp/dcache_personality_XXXXXX";
+	const int fd = mkstemp(path);
+	ASSERT_GE(fd, 0) << std::strerror(errno);
+	unlink(path);
+	clear_log();
+	dcache_set_log(capture_log);
+	dcache::io::set_uring_factory(&uring_without_personalities);
+	dcache_settings s = dcache_settings_default();
+	s.io_blocking_max = 0; // the fsync is submitted, with credentials
+	dcache_export *exp = dcache_export_new(&s, "export 6 /nopersonality");
+	dcache::io::set_uring_factory(nullptr);
+	ASSERT_NE(exp, nullptr);
+	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
+		dcache_export_put(exp);
+		close(fd);
+		dcache_set_log(nullptr);
+		GTEST_SKIP() << "io_uring unavailable here";
+	}
+	dcache_file *file = dcache_file_new(exp);
+	for (unsigned i = 0; i < 3; ++i) {
+		const std::vector<std::uint8_t> data = pattern(10000, 40 + i);
+		struct iovec v {
+			const_cast<std::uint8_t *>(data.data()), data.size()
+		};
+		// Stable: the fsync is the step that would be submitted.
+		const dcache_io io{fd, i * 10000ull, &v, 1, true, nullptr};
+		const dcache_io_result r = dcache_write(exp, file, &io);
+		ASSERT_EQ(r.error, 0);
+		ASSERT_EQ(r.bytes, data.size());
+		std::vector<std::uint8_t> back(data.size());
+		ASSERT_EQ(pread(fd, back.data(), back.size(), static_cast<off_t>(i * 10000)),
+			  static_cast<ssize_t>(back.size()));
+		EXPECT_EQ(back, data);
+	}
+	EXPECT_EQ(stat_of(exp, "fallback_no_personality"), 3u);
+	std::size_t said = 0;
+	for (const std::string &l : log_lines())
+		said += l.find("personalit") != std::string::npos;
+	EXPECT_EQ(said, 1u) << "one log line per export, whatever the count";
+	dcache_file_free(file);
+	dcache_export_put(exp);
+	dcache_set_log(nullptr);
+	close(fd);
+}
+
+// Direct and buffered WRITEs of the same pages, in flight together over
+// io_uring.  An O_DIRECT write drops the cached pages it covers when it
+// completes; if a buffered write dirtied one of them meanwhile, the kernel
+// cannot drop it, logs "Page cache invalidation failure on direct I/O" and
+// records EIO on the file, so the next fsync (a COMMIT) fails although
+// nothing was lost.  The core must keep the two kinds off each other's
+// pages: every fsync succeeds, and the cache agrees with the disk.
+TEST(uring_requests, overlapping_direct_and_buffered_writes_keep_fsync_clean)
+{
+	// DCACHE_TEST_DIR: run it on another filesystem (XFS, say).
+	const char *dir = std::getenv("DCACHE_TEST_DIR");
+	std::string tmpl = std::string(dir != nullptr ? dir : "/var/tmp") + "/dcache_fence_XXXXXX";
+	char *path = tmpl.data();
+	const int fd = mkstemp(path);
+	ASSERT_GE(fd, 0) << std::strerror(errno);
+	const int dfd = open(path, O_RDONLY | O_DIRECT);
+	unlink(path);
+	if (dfd < 0) {
+		close(fd);
+		GTEST_SKIP() << "no O_DIRECT on /var/tmp: " << std::strerror(errno);
+	}
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BUFFERED;
+	s.io_queue_depth = 128;
+	s.io_blocking_max = 0; // direct pieces in flight on io_uring
+	dcache_export *exp = dcache_export_new(&s, "export 8 /fence");
+	ASSERT_NE(exp, nullptr);
+	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
+		dcache_export_put(exp);
+		close(fd);
+		close(dfd);
+		GTEST_SKIP() << "io_uring unavailable here";
+	}
+	dcache_file *file = dcache_file_new(exp);
+
+	// 8 pages, 4 threads, each WRITE one whole page: page-aligned memory
+	// goes direct, memory one byte off goes buffered (the setting above).
+	constexpr std::size_t k_page = 4096, k_pages = 8;
+	constexpr int k_threads = 8, k_rounds = 400;
+	ASSERT_EQ(ftruncate(fd, k_pages * k_page), 0);
+	std::atomic<int> failures{0}, fsync_errors{0};
+	std::vector<std::thread> threads;
+	for (int t = 0; t < k_threads; ++t)
+		threads.emplace_back([&, t] {
+			auto *raw = static_cast<std::uint8_t *>(std::aligned_alloc(k_page, 2 * k_page));
+			for (int i = 0; i < k_rounds; ++i) {
+				const std::size_t shift = (i + t) % 2;
+				std::memset(raw + shift, 1 + t * 7 + i % 5, k_page);
+				struct iovec v {
+					raw + shift, k_page
+				};
+				const dcache_io io{fd, ((i * 5 + t * 3) % k_pages) * k_page, &v, 1, false, nullptr};
+				const dcache_io_result r = dcache_write(exp, file, &io);
+				if (r.error != 0 || r.bytes != k_page)
+					failures.fetch_add(1);
+				if (i % 50 == 49 && fsync(fd) != 0)
+					fsync_errors.fetch_add(1);
+			}
+			std::free(raw);
+		});
+	for (auto &th : threads)
+		th.join();
+	EXPECT_EQ(failures.load(), 0);
+	EXPECT_EQ(fsync_errors.load(), 0) << "a direct write collided with a buffered one";
+	EXPECT_EQ(fsync(fd), 0) << std::strerror(errno);
+	EXPECT_GT(stat_of(exp, "write_direct"), 0u);
+	EXPECT_GT(stat_of(exp, "write_not_direct_mem_misaligned"), 0u);
+	// What the page cache serves is what the disk holds.
+	for (std::size_t p = 0; p < k_pages; ++p) {
+		std::vector<std::uint8_t> cached(k_page);
+		auto *disk = static_cast<std::uint8_t *>(std::aligned_alloc(k_page, k_page));
+		ASSERT_EQ(pread(fd, cached.data(), k_page, static_cast<off_t>(p * k_page)),
+			  static_cast<ssize_t>(k_page));
+		ASSERT_EQ(pread(dfd, disk, k_page, static_cast<off_t>(p * k_page)), static_cast<ssize_t>(k_page));
+		EXPECT_EQ(std::memcmp(cached.data(), disk, k_page), 0) << "page " << p << ": the cache is stale";
+		std::free(disk);
+	}
+	dcache_file_free(file);
+	dcache_export_put(exp);
+	close(fd);
+	close(dfd);
+}
