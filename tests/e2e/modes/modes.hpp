@@ -22,7 +22,6 @@
 
 namespace dcache::e2e::modes {
 
-
 constexpr std::uint64_t k_page = 4096;
 constexpr std::uint64_t k_mib = 1024 * 1024;
 
