@@ -32,7 +32,7 @@ void release_file_pages(dcache_file &file, std::uint64_t first, std::uint64_t la
 {
 	boundary_tracker::release_list list;
 	file.exp->boundary.take_file(file.boundary, first, last, why, list, all);
-	release_boundary(*file.exp, list, &file, -1);
+	side_work(*file.exp, side_work::when::now).release_boundary(list, &file, -1);
 }
 
 } // namespace
@@ -90,7 +90,7 @@ void dcache_export_put(struct dcache_export *exp) noexcept
 	try {
 		boundary_tracker::release_list list;
 		exp->boundary.take_all(list);
-		release_boundary(*exp, list, nullptr, -1);
+		side_work(*exp, side_work::when::now).release_boundary(list, nullptr, -1);
 	} catch (...) {
 		// No memory for the list: the pages stay ordinary cached pages.
 	}

@@ -32,12 +32,11 @@ int after_commit(dcache_export &e, dcache_file *file, int fd, std::uint64_t offs
 		const auto drop = drop_after_commit(e.settings.current(), offset, len);
 		// On an asynchronous backend the COMMIT waits for neither, through
 		// the file's own descriptor (fd is the caller's, for this call).
-		fd_ref own;
+		side_work later(e, side_work::when::after_reply);
 		if (file != nullptr && (drop || !aged.empty()) && !e.backend->completes_inline())
-			own = lease_buffered(e, *file, fd, false);
-		side_work later;
-		release_boundary_later(e, aged, file, fd, own, later);
-		const int err = drop ? drop_later(e, own, fd, drop->offset, drop->length, later) : 0;
+			later.hold(lease_buffered(e, *file, fd, false));
+		later.release_boundary(aged, file, fd);
+		const int err = drop ? later.drop(fd, drop->offset, drop->length) : 0;
 		later.issue();
 		return err;
 	} catch (...) {

@@ -32,8 +32,6 @@ void count_drop(dcache_export &e, const io::result &r) noexcept
 			std::strerror(r.error));
 }
 
-} // namespace
-
 void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
 	const io::result r = range_request(e, io::op_kind::sync_range, fd, offset, length);
@@ -41,6 +39,22 @@ void flush(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length)
 		DCACHE_LOG_ONCE(e, sync_range_error, DCACHE_LOG_WARN, "dcache %s: sync_file_range failed: %s", e.name,
 				std::strerror(r.error));
 }
+
+int drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	e.stats.add(stat::fadvise_calls);
+	const io::result r = range_request(e, io::op_kind::fadvise_dontneed, fd, offset, length);
+	count_drop(e, r);
+	return r.error;
+}
+
+void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+{
+	flush(e, fd, offset, length);
+	(void)drop(e, fd, offset, length);
+}
+
+} // namespace
 
 // One piece of side work, one backend request: a drop, or a write-back
 // and wait then the drop (flush_drop).  Owns what it needs until its
@@ -81,7 +95,8 @@ private:
 	io::request _req;
 };
 
-side_work::side_work(side_work &&o) noexcept : _head(o._head), _tail(o._tail)
+side_work::side_work(side_work &&o) noexcept
+	: _e(o._e), _when(o._when), _own(std::move(o._own)), _head(o._head), _tail(o._tail)
 {
 	o._head = o._tail = nullptr;
 }
@@ -89,15 +104,6 @@ side_work::side_work(side_work &&o) noexcept : _head(o._head), _tail(o._tail)
 side_work::~side_work()
 {
 	issue();
-}
-
-void side_work::add(later_work *w) noexcept
-{
-	if (_tail != nullptr)
-		_tail->next = w;
-	else
-		_head = w;
-	_tail = w;
 }
 
 void side_work::issue() noexcept
@@ -111,65 +117,43 @@ void side_work::issue() noexcept
 	}
 }
 
-namespace {
-
-// Queues the piece in later; false (nothing queued) on a synchronous
-// backend, without a descriptor to hold, or without memory.
-bool queue_later(dcache_export &e, const fd_ref &fd, std::uint64_t offset, std::uint64_t length, bool flush_first,
-		 side_work &later) noexcept
+bool side_work::queue(const fd_ref &fd, std::uint64_t offset, std::uint64_t length, bool flush_first) noexcept
 {
-	if (!fd || e.backend->completes_inline())
+	if (_when == when::now || !fd || _e->backend->completes_inline())
 		return false;
-	auto *w = new (std::nothrow) later_work(e, fd, offset, length, flush_first);
+	auto *w = new (std::nothrow) later_work(*_e, fd, offset, length, flush_first);
 	if (w == nullptr)
 		return false;
-	e.stats.add(stat::fadvise_calls);
-	e.stats.add(stat::drops_deferred);
-	e.stats.add(stat::drops_pending);
-	later.add(w);
+	_e->stats.add(stat::fadvise_calls);
+	_e->stats.add(stat::drops_deferred);
+	_e->stats.add(stat::drops_pending);
+	if (_tail != nullptr)
+		_tail->next = w;
+	else
+		_head = w;
+	_tail = w;
 	return true;
 }
 
-} // namespace
-
-int drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
+int side_work::drop(int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
-	e.stats.add(stat::fadvise_calls);
-	const io::result r = range_request(e, io::op_kind::fadvise_dontneed, fd, offset, length);
-	count_drop(e, r);
-	return r.error;
+	if (queue(_own, offset, length, false))
+		return 0;
+	return core::drop(*_e, fd, offset, length);
 }
 
-int drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset, std::uint64_t length,
-	       side_work &later) noexcept
+void side_work::flush_and_drop(int fd, std::uint64_t offset, std::uint64_t length) noexcept
 {
-	if (!queue_later(e, own, offset, length, false, later))
-		return drop(e, fd, offset, length);
-	return 0;
+	if (!queue(_own, offset, length, true))
+		core::flush_and_drop(*_e, fd, offset, length);
 }
-
-void flush_and_drop(dcache_export &e, int fd, std::uint64_t offset, std::uint64_t length) noexcept
-{
-	flush(e, fd, offset, length);
-	(void)drop(e, fd, offset, length);
-}
-
-void flush_and_drop_later(dcache_export &e, const fd_ref &own, int fd, std::uint64_t offset, std::uint64_t length,
-			  side_work &later) noexcept
-{
-	if (!queue_later(e, own, offset, length, true, later))
-		flush_and_drop(e, fd, offset, length);
-}
-
-namespace {
 
 // One page out of the tracker's hands, through own_fd for own's page and
-// another file's referenced descriptor otherwise: queued in later when
-// given (and it can be), else written back and dropped now.  The tracker is
-// told either way: what is queued holds its descriptor, not the file.
-void release_page(dcache_export &e, const boundary_tracker::release &r, const dcache_file *own, int own_fd,
-		  const fd_ref &own_ref, side_work *later) noexcept
+// another file's referenced descriptor otherwise.  The tracker is told
+// either way: what is queued holds its descriptor, not the file.
+void side_work::release_page(const boundary_tracker::release &r, const dcache_file *own, int own_fd) noexcept
 {
+	dcache_export &e = *_e;
 	DCACHE_SYNC_POINT("boundary.release");
 	dcache_file *f = r.file->owner();
 	const std::uint64_t off = r.page * k_page_size;
@@ -177,7 +161,7 @@ void release_page(dcache_export &e, const boundary_tracker::release &r, const dc
 	fd_ref held;
 	int fd = -1;
 	if (f == own && own_fd >= 0) {
-		held = own_ref;
+		held = _own;
 		fd = own_fd;
 	} else {
 		try {
@@ -189,27 +173,16 @@ void release_page(dcache_export &e, const boundary_tracker::release &r, const dc
 		else
 			e.stats.add(stat::boundary_release_no_fd);
 	}
-	if (fd >= 0 && (later == nullptr || !queue_later(e, held, off, k_page_size, true, *later)))
-		flush_and_drop(e, fd, off, k_page_size);
+	if (fd >= 0 && !queue(held, off, k_page_size, true))
+		core::flush_and_drop(e, fd, off, k_page_size);
 	DCACHE_SYNC_POINT("boundary.released");
 	e.boundary.release_done(r);
 }
 
-} // namespace
-
-void release_boundary(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own,
-		      int own_fd) noexcept
+void side_work::release_boundary(boundary_tracker::release_list &list, const dcache_file *own, int own_fd) noexcept
 {
 	for (const auto &r : list)
-		release_page(e, r, own, own_fd, fd_ref{}, nullptr);
-	list.clear();
-}
-
-void release_boundary_later(dcache_export &e, boundary_tracker::release_list &list, const dcache_file *own, int own_fd,
-			    const fd_ref &own_ref, side_work &later) noexcept
-{
-	for (const auto &r : list)
-		release_page(e, r, own, own_fd, own_ref, &later);
+		release_page(r, own, own_fd);
 	list.clear();
 }
 

@@ -228,7 +228,7 @@ void read_op::drop_after_reply(std::uint64_t bytes, bool eof) noexcept
 	if (_drop_after && _step.kind != step_kind::direct)
 		add(stat::fallback_no_dontcache);
 	if (const auto d = drop_after_read(_s, _drop_after, _io.offset, bytes, eof))
-		(void)drop_later(_e, _own, _io.fd, d->offset, d->length, _later);
+		(void)_later.drop(_io.fd, d->offset, d->length);
 }
 
 } // namespace

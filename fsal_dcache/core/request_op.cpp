@@ -13,7 +13,8 @@ namespace dcache::core {
 
 request_op::request_op(dcache_export &e, dcache_file &f, const dcache_io &in, dcache_io_done_fn done, void *done_ctx)
 	: _iovs(in.iov, in.iov + in.iov_count), _io{in.fd, in.offset, _iovs.data(), in.iov_count, in.stable, in.creds},
-	  _e(e), _f(f), _s(e.settings.current()), _caller_fd(in.fd), _done(done), _done_ctx(done_ctx), _start(e.now())
+	  _e(e), _f(f), _s(e.settings.current()), _caller_fd(in.fd), _later(e, side_work::when::after_reply),
+	  _done(done), _done_ctx(done_ctx), _start(e.now())
 {
 	_total = iov_total(_io.iov, _io.iov_count);
 	inflight_add(e);
@@ -26,9 +27,10 @@ void request_op::prepare(bool caller_waits)
 	io::backend &b = backend();
 	if (!b.completes_inline() && !caller_waits) {
 		_own = lease_buffered(_e, _f, _caller_fd, op() == DCACHE_OP_WRITE);
-		if (_own)
+		if (_own) {
 			_io.fd = _own->fd;
-		else
+			_later.hold(_own);
+		} else
 			_mode = issue_mode::execute; // only the caller's descriptor: use it now
 	}
 	plan();

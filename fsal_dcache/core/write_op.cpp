@@ -286,8 +286,8 @@ void write_op::on_step_result(io::result r)
 			// the page cache (btrfs), with no RWF_DONTCACHE to drop
 			// it: written back and dropped after the reply.
 			if (_drop_after && r.bytes > 0)
-				flush_and_drop_later(_e, _own, _io.fd, page_down(st.offset),
-						     page_up(st.offset + r.bytes) - page_down(st.offset), _later);
+				_later.flush_and_drop(_io.fd, page_down(st.offset),
+						      page_up(st.offset + r.bytes) - page_down(st.offset));
 		}
 		break;
 	case step_kind::dontcache:
@@ -310,7 +310,7 @@ void write_op::on_step_result(io::result r)
 					_drop_lo = lo;
 					_drop_len = len;
 				} else if (r.bytes > 0) {
-					flush_and_drop(_e, _io.fd, lo, len);
+					_later.flush_and_drop(_io.fd, lo, len); // now: no descriptor to hold
 				}
 			}
 		} else if (r.ok()) {
@@ -366,7 +366,7 @@ void write_op::on_writeback_result(io::result r) noexcept
 	// a direct WRITE's cached edge.
 	const bool fallback = _drop_len > 0;
 	if (fallback) {
-		flush_and_drop_later(_e, _own, _io.fd, _drop_lo, _drop_len, _later);
+		_later.flush_and_drop(_io.fd, _drop_lo, _drop_len);
 		_drop_len = 0;
 	} else {
 		add(stat::edge_writebacks);
@@ -396,9 +396,10 @@ void write_op::on_sync_result(io::result r)
 	if (const auto d = drop_after_stable_write(_s, _io.stable, _io.offset, _written)) {
 		// The drop goes off the reply path where it can (without the
 		// file's own descriptor, as before: written back and dropped now).
-		if (!_own)
-			flush(_e, _io.fd, d->offset, d->length);
-		(void)drop_later(_e, _own, _io.fd, d->offset, d->length, _later);
+		if (_own)
+			(void)_later.drop(_io.fd, d->offset, d->length);
+		else
+			_later.flush_and_drop(_io.fd, d->offset, d->length);
 	}
 }
 
@@ -409,7 +410,7 @@ void write_op::release() noexcept
 	// After the steps (the completing writer's data is in the page) and
 	// after the sync (the page is clean, the write-back is free).
 	if (!_releases.empty())
-		release_boundary_later(_e, _releases, &_f, _io.fd, _own, _later);
+		_later.release_boundary(_releases, &_f, _io.fd);
 }
 
 } // namespace
