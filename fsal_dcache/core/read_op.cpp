@@ -49,21 +49,7 @@ private:
 void read_op::plan()
 {
 	add(stat::reads);
-	const std::span<const struct iovec> iov(_io.iov, static_cast<std::size_t>(_io.iov_count));
-	plan_caps pc;
-	if (is_direct_mode(_s.io_cache_read)) {
-		pc.dio = dio_caps();
-		pc.odirect = _f.caps.odirect();
-	}
-	core::plan p = plan_read(_s, pc, _io.offset, _total, iov);
-	if (p.has_direct()) {
-		_direct = lease_direct(_e, _f, _caller_fd, false);
-		if (!_direct) {
-			pc.odirect = false; // no O_DIRECT descriptor: as if refused
-			p = plan_read(_s, pc, _io.offset, _total, iov);
-		}
-	}
-	count_plan(_e, false, p.disp);
+	const core::plan p = plan_leased();
 	DTRACE_PROBE4(dcache, read_plan, _io.offset, _total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
 	if (p.nsegs == 0) {
 		_state = state::done;
@@ -140,15 +126,11 @@ next_step read_op::next()
 	if (!_step.bounce) {
 		_cur.assign(_io.iov, _io.iov + _io.iov_count);
 	} else {
-		if (!holds_place())
-			return next_step::needs_place(); // before the memory, not after
-		auto buf = std::make_unique<aligned_buffer>();
-		if (!buf->allocate(_f.caps.dio.mem_align, _step.length)) {
-			fail(ENOMEM);
-			return {};
+		switch (bounce(_step.length, false)) {
+		case bounce_result::ready: break;
+		case bounce_result::needs_place: return next_step::needs_place();
+		case bounce_result::no_memory: fail(ENOMEM); return {};
 		}
-		_bounce = std::move(buf);
-		_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(_step.length)});
 	}
 	return next_step::issue(rw_request(io::op_kind::read, _direct->fd, _step.offset, fl.rwf));
 }

@@ -2,6 +2,7 @@
 
 #include "dcache_io/heap_trim.h"
 #include "log.h"
+#include "settings.h"
 
 #include <condition_variable>
 #include <cstring>
@@ -78,6 +79,48 @@ void request_op::submit(io::request &req) noexcept
 		return;
 	}
 	backend().submit(req, *this);
+}
+
+core::plan request_op::plan_leased()
+{
+	const bool write = op() == DCACHE_OP_WRITE;
+	const std::span<const struct iovec> iov(_io.iov, static_cast<std::size_t>(_io.iov_count));
+	plan_caps pc;
+	if (is_direct_mode(write ? _s.io_cache_write : _s.io_cache_read)) {
+		pc.dio = dio_caps();
+		pc.odirect = _f.caps.odirect();
+	}
+	const auto planned = [&] {
+		return write ? plan_write(_s, pc, _io.offset, iov) : plan_read(_s, pc, _io.offset, _total, iov);
+	};
+	core::plan p = planned();
+	if (p.has_direct()) {
+		_direct = lease_direct(_e, _f, _caller_fd, write);
+		if (!_direct) {
+			pc.odirect = false; // no O_DIRECT descriptor: as if refused
+			p = planned();
+		}
+	}
+	count_plan(_e, write, p.disp);
+	return p;
+}
+
+request_op::bounce_result request_op::bounce(std::uint64_t length, bool copy_in)
+{
+	if (!_bounce) {
+		if (!holds_place())
+			return bounce_result::needs_place;
+		auto buf = std::make_unique<aligned_buffer>();
+		if (!buf->allocate(_f.caps.dio.mem_align, length))
+			return bounce_result::no_memory;
+		if (copy_in) {
+			gather(_cur, buf->data());
+			add(stat::write_bounce_copies);
+		}
+		_bounce = std::move(buf);
+	}
+	_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(length)});
+	return bounce_result::ready;
 }
 
 void request_op::fail(int err) noexcept

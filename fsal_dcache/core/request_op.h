@@ -134,6 +134,17 @@ protected:
 	[[nodiscard]] virtual bool carries_credentials() const noexcept { return false; }
 
 	[[nodiscard]] io::request rw_request(io::op_kind op, int fd, std::uint64_t off, int rwf) const noexcept;
+	// The planner's plan of this READ or WRITE, with its O_DIRECT
+	// descriptor leased (_direct) when the plan goes direct; re-planned as
+	// if O_DIRECT were refused when no such descriptor can be had.
+	// Counted by its disposition.
+	[[nodiscard]] core::plan plan_leased();
+	// A direct step's bounce buffer of length bytes: _bounce, allocated
+	// once per step and only with a place (the memory comes with one, not
+	// before it), and _cur the one iovec over it.  copy_in: the step's data
+	// (_cur) is copied into it first (a WRITE).
+	enum class bounce_result : std::uint8_t { ready, needs_place, no_memory };
+	[[nodiscard]] bounce_result bounce(std::uint64_t length, bool copy_in);
 	void add(stat st, std::uint64_t n = 1) const noexcept { _e.stats.add(st, n); }
 	[[nodiscard]] io::backend &backend() const noexcept { return *_e.backend; }
 	// The file's alignment, probed through the caller's descriptor.

@@ -78,21 +78,7 @@ void write_op::plan()
 	// Opportunistic age limit: the tracker has no thread of its own.
 	_e.boundary.reap(_e.now(), _releases);
 	add(stat::writes);
-	const std::span<const struct iovec> iov(_io.iov, static_cast<std::size_t>(_io.iov_count));
-	plan_caps pc;
-	if (is_direct_mode(_s.io_cache_write)) {
-		pc.dio = dio_caps();
-		pc.odirect = _f.caps.odirect();
-	}
-	core::plan p = plan_write(_s, pc, _io.offset, iov);
-	if (p.has_direct()) {
-		_direct = lease_direct(_e, _f, _caller_fd, true);
-		if (!_direct) {
-			pc.odirect = false; // no O_DIRECT descriptor: as if refused
-			p = plan_write(_s, pc, _io.offset, iov);
-		}
-	}
-	count_plan(_e, true, p.disp);
+	const core::plan p = plan_leased();
 	_split = p.disp == disposition::split;
 	DTRACE_PROBE4(dcache, write_plan, _io.offset, _total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
 	_steps = write_steps(_s, p, _io.offset, _total);
@@ -187,21 +173,16 @@ next_step write_op::issue_step()
 	_drop_after = fl.drop_after;
 	int fd = _io.fd;
 	if (st.kind == step_kind::direct) {
-		if (st.bounce && !_bounce) {
-			if (!holds_place())
-				return next_step::needs_place(); // before the memory, not after
-			auto buf = std::make_unique<aligned_buffer>();
-			if (!buf->allocate(_f.caps.dio.mem_align, st.length)) {
+		if (st.bounce) {
+			switch (bounce(st.length, true)) {
+			case bounce_result::ready: break;
+			case bounce_result::needs_place: return next_step::needs_place();
+			case bounce_result::no_memory:
 				_err = ENOMEM;
 				_state = state::finishing;
 				return {};
 			}
-			gather(_cur, buf->data());
-			_bounce = std::move(buf);
-			add(stat::write_bounce_copies);
 		}
-		if (_bounce)
-			_cur.assign(1, {_bounce->data(), static_cast<std::size_t>(st.length)});
 		fd = _direct->fd;
 	}
 	return next_step::issue(rw_request(io::op_kind::write, fd, st.offset, _issued_rwf),
