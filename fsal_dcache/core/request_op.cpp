@@ -3,6 +3,7 @@
 #include "dcache_io/heap_trim.h"
 #include "log.h"
 #include "settings.h"
+#include "sync_point.h"
 
 #include <condition_variable>
 #include <cstring>
@@ -351,6 +352,7 @@ bool drive(request_op *op, bool caller) noexcept
 				return false; // parked, with req
 			op->handoff.store(0, std::memory_order_relaxed);
 			op->submit(req);
+			DCACHE_SYNC_POINT("drive.submitted");
 			if (op->handoff.exchange(2, std::memory_order_acq_rel) == 0)
 				return false;
 			op->on_result(op->last);

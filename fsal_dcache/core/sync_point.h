@@ -10,7 +10,9 @@
 // and drop), boundary.released (after them), admission.parked (a request
 // was parked in line for a place: it is no longer its caller's),
 // fence.wait (a WRITE is about to wait for the other kind to leave its
-// pages; called under the fence's lock, which the wait then lets go).
+// pages; called under the fence's lock, which the wait then lets go),
+// drive.submitted (a step was handed to the backend, and the submitter has
+// not yet looked whether its completion came in: the hand-off in drive()).
 #pragma once
 
 namespace dcache::core {

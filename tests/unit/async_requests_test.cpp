@@ -4,6 +4,7 @@
 // -> sync), cached pieces in the caller, side work after the reply, and
 // the export's places (IO_Queue_Depth): the line, parking.
 #include "async_requests.hpp"
+#include "sync_points.hpp"
 
 namespace {
 
@@ -64,6 +65,55 @@ TEST_F(async_requests, deferred_write_calls_done_exactly_once_with_the_result)
 	EXPECT_EQ(d2.calls.load(), 1);
 	EXPECT_EQ(d.calls.load(), 1);
 	EXPECT_EQ(ab.buffered_open(), 1);
+}
+
+// ---- the hand-off between submitter and completion -------------------------
+
+// After each submit the submitter passes drive.submitted, then looks whether
+// the completion came in.  One that came in before the look (here: the hook
+// releases the step on the submitter's own thread) leaves the chain to the
+// submitter; one that comes after drives the rest on its own thread.  Either
+// way every step is issued once and the reply given once.
+TEST_F(async_requests, the_step_completed_before_the_submitter_looks_is_continued_by_the_submitter)
+{
+	const auto data = pattern(8192, 5);
+	int passed = 0;
+	int release_in_hook = 2; // the write and its sync
+	sync_points points([&](const std::string &name) {
+		if (name != "drive.submitted")
+			return;
+		++passed;
+		if (release_in_hook > 0) {
+			--release_in_hook;
+			ab.release_one(); // its completion, before the submitter's look
+		}
+	});
+	done_probe d;
+	dcache_io_result inl{};
+	ASSERT_TRUE(write_start(0, data, 0, true, d, inl)) << "every completion came in before the look";
+	EXPECT_EQ(passed, 2) << "the WRITE, then its sync, both submitted by the caller";
+	EXPECT_EQ(ab.pending(), 0u);
+	EXPECT_EQ(inl.error, 0);
+	EXPECT_EQ(inl.bytes, data.size());
+	EXPECT_TRUE(inl.stable);
+	EXPECT_EQ(d.calls.load(), 0) << "an inline reply does not call done";
+	expect_file_is(0, data);
+
+	// The WRITE's completion before the look, its sync's after: the sync's
+	// completion finishes the request on the releasing thread.
+	passed = 0;
+	release_in_hook = 1;
+	ASSERT_FALSE(write_start(0, data, 0, true, d, inl));
+	EXPECT_EQ(passed, 2);
+	ASSERT_EQ(ab.pending(), 1u) << "the sync, left to its completion";
+	EXPECT_EQ(d.calls.load(), 0);
+	ab.release_one();
+	EXPECT_EQ(passed, 2) << "the completion issued nothing more";
+	EXPECT_EQ(d.calls.load(), 1);
+	EXPECT_EQ(d.res.error, 0);
+	EXPECT_EQ(d.res.bytes, data.size());
+	EXPECT_TRUE(d.res.stable);
+	EXPECT_EQ(fb.count(op_kind::fdatasync) + fb.count(op_kind::fsync), 2u) << "one sync per WRITE";
 }
 
 // ---- the chain of a split WRITE ---------------------------------------------
