@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -223,6 +224,10 @@ protected:
 		ASSERT_GE(_file.fd(), 0) << "mkostemp in /tmp: " << std::strerror(errno);
 	}
 	void TearDown() override { _b.reset(); }
+	// Destroys the backend: its threads are joined, so every completion
+	// that will ever run has run, and what the test checks next is final
+	// (a wrong second call would be in it).
+	void stop_backend() { _b.reset(); }
 
 	backend &b() { return *_b; }
 	int fd() const { return _file.fd(); }
