@@ -1,6 +1,7 @@
 #include "dcache_io/fake_backend.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cstring>
 
@@ -200,6 +201,14 @@ std::size_t fake_backend::count(op_kind op) const
 	std::lock_guard lock(_mutex);
 	return static_cast<std::size_t>(
 		std::count_if(_calls.begin(), _calls.end(), [op](const call &c) { return c.op == op; }));
+}
+
+std::vector<fake_backend::call> fake_backend::calls_of(op_kind op) const
+{
+	std::lock_guard lock(_mutex);
+	std::vector<call> out;
+	std::copy_if(_calls.begin(), _calls.end(), std::back_inserter(out), [op](const call &c) { return c.op == op; });
+	return out;
 }
 
 std::size_t fake_backend::probes() const

@@ -174,7 +174,7 @@ TEST_F(boundary, eviction_of_another_files_page_races_its_close)
 	evictor.join();
 	EXPECT_EQ(releases_of(3, k_fd2), 1u);
 	EXPECT_EQ(stat_of(exp, "boundary_released_by_ceiling"), 1u);
-	for (const auto &c : calls_of(op_kind::sync_range)) {
+	for (const auto &c : fb.calls_of(op_kind::sync_range)) {
 		EXPECT_EQ(c.res.error, 0);
 	}
 }

@@ -99,14 +99,6 @@ protected:
 		const dcache_io io{fd, off, &v, 1, false, nullptr};
 		return dcache_write(exp, f ? f : file, &io);
 	}
-	std::vector<fake_backend::call> calls_of(op_kind op) const
-	{
-		std::vector<fake_backend::call> out;
-		for (const auto &c : fb.calls())
-			if (c.op == op)
-				out.push_back(c);
-		return out;
-	}
 	// Releases of one page: sync_file_range + DONTNEED on exactly it.
 	std::size_t releases_of(std::uint64_t page, int fd = k_fd) const
 	{
@@ -124,7 +116,7 @@ protected:
 	std::size_t buffered_writes_into(std::uint64_t page, int rwf) const
 	{
 		std::size_t n = 0;
-		for (const auto &c : calls_of(op_kind::write))
+		for (const auto &c : fb.calls_of(op_kind::write))
 			if (!c.direct && c.rwf == rwf && c.offset < (page + 1) * k_page &&
 			    c.offset + c.length > page * k_page)
 				++n;

@@ -88,7 +88,7 @@ TEST_F(boundary, a_write_spanning_two_partial_pages_holds_both_and_full_pages_st
 	// = 4): page 0 and page 3 are shared, pages 1-2 are the WRITE's own.
 	make(with([](dcache_settings &s) { s.direct_misaligned_num_pages = 4; }));
 	ASSERT_EQ(write(1000, 12000).bytes, 12000u);
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 3u);
 	EXPECT_EQ(w[0].offset, 1000u);
 	EXPECT_EQ(w[0].rwf, 0);
@@ -160,7 +160,7 @@ TEST_F(boundary, truncate_releases_the_held_pages_it_crosses)
 	hold_pages_3_and_35();
 	ASSERT_EQ(stat_of(exp, "boundary_pages_current"), 2u);
 	const auto drops_of = [&](std::uint64_t page) {
-		const auto d = calls_of(op_kind::fadvise_dontneed);
+		const auto d = fb.calls_of(op_kind::fadvise_dontneed);
 		return std::count_if(d.begin(), d.end(), [&](const auto &c) {
 			return c.direct && c.offset == page * k_page && c.length == k_page;
 		});
@@ -220,7 +220,7 @@ TEST_F(boundary, ceiling_evicts_another_files_page_through_its_direct_descriptor
 	ASSERT_EQ(write(0, 3 * k_page + 100, file, k_fd).error, 0);
 	EXPECT_EQ(stat_of(exp, "boundary_released_by_ceiling"), 1u);
 	EXPECT_EQ(releases_of(3, k_fd2), 1u);
-	for (const auto &c : calls_of(op_kind::sync_range)) {
+	for (const auto &c : fb.calls_of(op_kind::sync_range)) {
 		EXPECT_TRUE(c.direct) << "file 2's own descriptor is not valid during file 1's request";
 	}
 	EXPECT_EQ(stat_of(exp, "boundary_release_no_fd"), 0u);
@@ -280,7 +280,7 @@ TEST_F(boundary, commit_keeps_the_held_pages_of_its_range_and_counts_them)
 	for (const auto &held : std::vector<std::pair<int, std::uint64_t>>{{k_fd, 3}, {k_fd, 35}, {k_fd2, 3}}) {
 		const int fd = held.first;
 		const std::uint64_t page = held.second;
-		const auto wb = calls_of(op_kind::writeback);
+		const auto wb = fb.calls_of(op_kind::writeback);
 		EXPECT_EQ(std::count_if(wb.begin(), wb.end(),
 					[&](const auto &c) {
 						return c.fd == fd && c.offset == page * k_page && c.length == k_page;

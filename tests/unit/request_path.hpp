@@ -90,14 +90,6 @@ protected:
 		const dcache_io io{k_fd, off, &v, 1, false, nullptr};
 		return dcache_read(exp, file, &io);
 	}
-	std::vector<fake_backend::call> calls_of(op_kind op) const
-	{
-		std::vector<fake_backend::call> out;
-		for (const auto &c : fb.calls())
-			if (c.op == op)
-				out.push_back(c);
-		return out;
-	}
 	std::size_t syncs() const { return fb.count(op_kind::fsync) + fb.count(op_kind::fdatasync); }
 
 	fake_backend fb;

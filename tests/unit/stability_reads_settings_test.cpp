@@ -98,7 +98,7 @@ TEST_F(request_path, direct_read_widens_and_handles_eof)
 				       want.begin() + static_cast<long>(std::min<std::uint64_t>(c.off, want.size()))));
 		EXPECT_EQ(buf[3 + exists], 0xee) << "wrote past the bytes returned";
 	}
-	for (const auto &c : calls_of(op_kind::read)) {
+	for (const auto &c : fb.calls_of(op_kind::read)) {
 		EXPECT_TRUE(c.direct);
 		EXPECT_EQ(c.offset % 4096, 0u);
 		EXPECT_EQ(c.length % 4096, 0u);
@@ -126,7 +126,7 @@ TEST_F(request_path, small_direct_read_goes_dontcache)
 	std::vector<std::uint8_t> buf(100);
 	const auto r = read(50, buf.data(), buf.size());
 	EXPECT_EQ(r.bytes, 100u);
-	const auto rd = calls_of(op_kind::read);
+	const auto rd = fb.calls_of(op_kind::read);
 	ASSERT_EQ(rd.size(), 1u);
 	EXPECT_FALSE(rd[0].direct);
 	EXPECT_EQ(rd[0].rwf, RWF_DONTCACHE);
@@ -144,7 +144,7 @@ TEST_F(request_path, zero_length_io_issues_nothing)
 	const auto r = dcache_read(exp, file, &io);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 0u);
-	EXPECT_EQ(calls_of(op_kind::write).size() + calls_of(op_kind::read).size(), 0u);
+	EXPECT_EQ(fb.calls_of(op_kind::write).size() + fb.calls_of(op_kind::read).size(), 0u);
 }
 
 TEST_F(request_path, read_error_is_reported)
@@ -165,7 +165,7 @@ TEST_F(request_path, fadvise_mode_drops_after_read_and_stable_write_and_commit)
 	ASSERT_EQ(write(100, p).bytes, 8000u);
 	EXPECT_EQ(fb.count(op_kind::fadvise_dontneed), 0u) << "an UNSTABLE write leaves its dirty pages";
 	ASSERT_TRUE(write(100, p, true).stable);
-	auto d = calls_of(op_kind::fadvise_dontneed);
+	auto d = fb.calls_of(op_kind::fadvise_dontneed);
 	ASSERT_EQ(d.size(), 1u);
 	EXPECT_EQ(d[0].offset, 100u);
 	EXPECT_EQ(d[0].length, 8000u);
@@ -175,7 +175,7 @@ TEST_F(request_path, fadvise_mode_drops_after_read_and_stable_write_and_commit)
 	const auto r = read(6000, buf.data(), buf.size());
 	EXPECT_EQ(r.bytes, 2100u);
 	EXPECT_TRUE(r.eof);
-	d = calls_of(op_kind::fadvise_dontneed);
+	d = fb.calls_of(op_kind::fadvise_dontneed);
 	ASSERT_EQ(d.size(), 2u);
 	EXPECT_EQ(d[1].offset, 0u) << "back to the 2 MiB boundary: large folios straddle READs";
 	EXPECT_EQ(d[1].length, 0u) << "the READ reached end of file: drop to the end";
@@ -185,13 +185,13 @@ TEST_F(request_path, fadvise_mode_drops_after_read_and_stable_write_and_commit)
 	payload big(4096, 1);
 	ASSERT_EQ(write(3 * mib2, big).bytes, 4096u);
 	ASSERT_EQ(read(3 * mib2 - 1000, buf.data(), 3000).bytes, 3000u);
-	d = calls_of(op_kind::fadvise_dontneed);
+	d = fb.calls_of(op_kind::fadvise_dontneed);
 	ASSERT_EQ(d.size(), 3u);
 	EXPECT_EQ(d[2].offset, 2 * mib2);
 	EXPECT_EQ(d[2].length, mib2 - 1000 + 3000);
 
 	EXPECT_EQ(dcache_after_commit(exp, file, k_fd, 0, 0, 1000), 0);
-	d = calls_of(op_kind::fadvise_dontneed);
+	d = fb.calls_of(op_kind::fadvise_dontneed);
 	ASSERT_EQ(d.size(), 4u);
 	EXPECT_EQ(d[3].length, 0u) << "len 0 = to end of file";
 	EXPECT_EQ(stat_of(exp, "commits"), 1u);
@@ -294,14 +294,14 @@ TEST_F(request_path, a_direct_step_on_a_filesystem_that_may_buffer_it_is_dropped
 	payload p(16384, 0);
 	ASSERT_EQ(write(8192, p).bytes, 16384u);
 	EXPECT_EQ(stat_of(exp, "direct_bytes"), 16384u);
-	auto drops = calls_of(op_kind::fadvise_dontneed);
+	auto drops = fb.calls_of(op_kind::fadvise_dontneed);
 	ASSERT_EQ(drops.size(), 1u);
 	EXPECT_EQ(drops[0].offset, 8192u);
 	EXPECT_EQ(drops[0].length, 16384u);
 	EXPECT_EQ(fb.count(op_kind::sync_range), 1u) << "written back before the drop";
 	std::vector<std::uint8_t> buf(16384);
 	ASSERT_EQ(read(8192, buf.data(), buf.size()).bytes, 16384u);
-	EXPECT_EQ(calls_of(op_kind::fadvise_dontneed).size(), 2u) << "a direct READ's range too";
+	EXPECT_EQ(fb.calls_of(op_kind::fadvise_dontneed).size(), 2u) << "a direct READ's range too";
 	EXPECT_EQ(stat_of(exp, "fallback_no_dontcache"), 0u) << "not the DONTCACHE fallback";
 
 	// Where RWF_DONTCACHE rides along (a kernel that has it), nothing more.
@@ -310,7 +310,7 @@ TEST_F(request_path, a_direct_step_on_a_filesystem_that_may_buffer_it_is_dropped
 	fb.reject_dontcache(false);
 	fb.clear_calls();
 	ASSERT_EQ(write(8192, p).bytes, 16384u);
-	EXPECT_EQ(calls_of(op_kind::fadvise_dontneed).size(), 0u);
+	EXPECT_EQ(fb.calls_of(op_kind::fadvise_dontneed).size(), 0u);
 }
 
 TEST_F(request_path, live_update_applies_to_the_next_request)

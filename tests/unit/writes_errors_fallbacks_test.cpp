@@ -16,7 +16,7 @@ TEST_F(request_path, buffered_write_is_one_plain_pwritev2)
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 10000u);
 	EXPECT_FALSE(r.stable);
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 1u);
 	EXPECT_EQ(w[0].rwf, 0);
 	EXPECT_FALSE(w[0].direct);
@@ -35,7 +35,7 @@ TEST_F(request_path, dontcache_write_sets_rwf_dontcache)
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DONTCACHE);
 	payload p(5000, 0);
 	EXPECT_EQ(write(0, p).bytes, 5000u);
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 1u);
 	EXPECT_EQ(w[0].rwf, RWF_DONTCACHE);
 	EXPECT_EQ(stat_of(exp, "dontcache_bytes"), 5000u);
@@ -54,7 +54,7 @@ TEST_F(request_path, direct_split_issues_head_middle_tail)
 	ASSERT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 20000u);
 	EXPECT_FALSE(r.stable);
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 3u);
 	EXPECT_FALSE(w[0].direct);
 	EXPECT_EQ(w[0].rwf, RWF_DONTCACHE);
@@ -86,7 +86,7 @@ TEST_F(request_path, edges_plain_buffered_when_dontcache_off_and_written_back_at
 	make(s);
 	payload p(20000, 0);
 	ASSERT_EQ(write(1000, p).bytes, 20000u);
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 3u);
 	EXPECT_EQ(w[0].rwf, 0);
 	EXPECT_EQ(w[2].rwf, 0);
@@ -139,7 +139,7 @@ TEST_F(request_path, memory_misaligned_middle_bounce_vs_buffered)
 	modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
 	payload p(65536, 1); // offset-aligned, memory-misaligned
 	ASSERT_EQ(write(0, p).bytes, 65536u);
-	auto w = calls_of(op_kind::write);
+	auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 1u);
 	EXPECT_TRUE(w[0].direct);
 	EXPECT_TRUE(w[0].mem_aligned) << "bounce buffer must be aligned";
@@ -154,7 +154,7 @@ TEST_F(request_path, memory_misaligned_middle_bounce_vs_buffered)
 	make(s);
 	fb.clear_calls();
 	ASSERT_EQ(write(0, p).bytes, 65536u);
-	w = calls_of(op_kind::write);
+	w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 1u);
 	EXPECT_FALSE(w[0].direct);
 	EXPECT_EQ(stat_of(exp, "write_not_direct_mem_misaligned"), 1u);
@@ -183,7 +183,7 @@ TEST_F(request_path, short_middle_reports_exactly_what_was_written_and_stops)
 	const auto r = write(3096, p);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, head + sixty);
-	EXPECT_EQ(calls_of(op_kind::write).size(), 2u) << "the tail must not be issued after a short middle";
+	EXPECT_EQ(fb.calls_of(op_kind::write).size(), 2u) << "the tail must not be issued after a short middle";
 	EXPECT_EQ(stat_of(exp, "short_transfers"), 1u);
 	EXPECT_EQ(stat_of(exp, "write_bytes"), head + sixty);
 	EXPECT_EQ(fb.contents(k_fd).size(), 3096 + head + sixty);
@@ -201,7 +201,7 @@ TEST_F(request_path, short_middle_detected_per_segment_not_by_running_total)
 	const auto r = write(96, p);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 4000u + sixty);
-	EXPECT_EQ(calls_of(op_kind::write).size(), 2u);
+	EXPECT_EQ(fb.calls_of(op_kind::write).size(), 2u);
 	EXPECT_EQ(stat_of(exp, "short_transfers"), 1u);
 }
 
@@ -225,7 +225,7 @@ TEST_F(request_path, eio_on_first_segment_fails_the_write)
 	EXPECT_EQ(r.error, EIO);
 	EXPECT_EQ(r.bytes, 0u);
 	EXPECT_FALSE(r.stable);
-	EXPECT_EQ(calls_of(op_kind::write).size(), 1u);
+	EXPECT_EQ(fb.calls_of(op_kind::write).size(), 1u);
 	EXPECT_EQ(syncs(), 0u);
 	EXPECT_EQ(stat_of(exp, "errors"), 1u);
 }
@@ -241,7 +241,7 @@ TEST_F(request_path, eio_on_direct_middle_reissues_it_through_the_page_cache)
 	const auto r = write(1000, p);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 20000u);
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 4u); // head, middle (EIO), middle again, tail
 	EXPECT_EQ(w[2].offset, w[1].offset);
 	EXPECT_TRUE(w[1].direct);
@@ -268,7 +268,7 @@ TEST_P(no_room, direct_middle_reissued_through_the_page_cache_writes_what_fits)
 	const auto r = write(1000, p, true);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 3096u + 5000u) << "head + what fitted";
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 3u) << "head, middle, its reissue; no tail after a short write";
 	EXPECT_TRUE(w[1].direct);
 	EXPECT_FALSE(w[2].direct);
@@ -296,7 +296,7 @@ TEST_F(request_path, eio_again_on_the_reissued_middle_reports_the_head_as_a_shor
 	const auto r = write(1000, p);
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 3096u);
-	EXPECT_EQ(calls_of(op_kind::write).size(), 3u);
+	EXPECT_EQ(fb.calls_of(op_kind::write).size(), 3u);
 	EXPECT_EQ(stat_of(exp, "errors"), 1u);
 }
 
@@ -330,7 +330,7 @@ TEST_F(request_path, eopnotsupp_falls_back_to_buffered_plus_dontneed_counted_log
 		ASSERT_EQ(r.error, 0);
 		EXPECT_EQ(r.bytes, 5000u);
 	}
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	// First WRITE: DONTCACHE refused, then buffered; later ones go straight
 	// to buffered (the file remembers).
 	ASSERT_EQ(w.size(), 4u);
@@ -338,7 +338,7 @@ TEST_F(request_path, eopnotsupp_falls_back_to_buffered_plus_dontneed_counted_log
 	for (std::size_t i = 1; i < w.size(); ++i)
 		EXPECT_EQ(w[i].rwf, 0);
 	EXPECT_EQ(fb.count(op_kind::sync_range), 3u);
-	const auto drops = calls_of(op_kind::fadvise_dontneed);
+	const auto drops = fb.calls_of(op_kind::fadvise_dontneed);
 	ASSERT_EQ(drops.size(), 3u);
 	// The whole pages each WRITE touched, partly written ones too: the
 	// kernel drops every folio a DONTCACHE write touched.
@@ -363,7 +363,7 @@ TEST_F(request_path, eopnotsupp_on_direct_middle_retries_without_the_flag)
 	payload p(8192, 0);
 	const auto r = write(0, p);
 	EXPECT_EQ(r.bytes, 8192u);
-	const auto w = calls_of(op_kind::write);
+	const auto w = fb.calls_of(op_kind::write);
 	ASSERT_EQ(w.size(), 2u);
 	EXPECT_TRUE(w[1].direct);
 	EXPECT_EQ(w[1].rwf, 0);
@@ -382,7 +382,7 @@ TEST_F(request_path, no_odirect_falls_back_to_dontcache_counted_logged_once)
 	EXPECT_EQ(fb.opens(), 1u) << "EINVAL at open is remembered for the file";
 	for (const auto &c : fb.calls())
 		EXPECT_FALSE(c.direct);
-	EXPECT_EQ(calls_of(op_kind::write)[0].rwf, RWF_DONTCACHE);
+	EXPECT_EQ(fb.calls_of(op_kind::write)[0].rwf, RWF_DONTCACHE);
 	EXPECT_EQ(stat_of(exp, "fallback_no_odirect"), 4u);
 	EXPECT_EQ(stat_of(exp, "write_not_direct_fallback"), 3u);
 	EXPECT_EQ(stat_of(exp, "read_not_direct_fallback"), 1u);
@@ -416,7 +416,7 @@ TEST_F(request_path, eio_on_a_direct_read_reissues_it_dontcache)
 	EXPECT_EQ(r.error, 0);
 	EXPECT_EQ(r.bytes, 8192u);
 	EXPECT_EQ(buf, p.bytes());
-	const auto reads = calls_of(op_kind::read);
+	const auto reads = fb.calls_of(op_kind::read);
 	ASSERT_EQ(reads.size(), 2u);
 	EXPECT_TRUE(reads[0].direct);
 	EXPECT_FALSE(reads[1].direct);

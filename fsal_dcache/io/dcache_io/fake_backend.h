@@ -78,6 +78,7 @@ public:
 	[[nodiscard]] std::vector<std::uint8_t> contents(int fd) const;
 	[[nodiscard]] std::vector<call> calls() const;
 	[[nodiscard]] std::size_t count(op_kind op) const;
+	[[nodiscard]] std::vector<call> calls_of(op_kind op) const; // in order
 	[[nodiscard]] std::size_t probes() const;
 	[[nodiscard]] std::size_t fs_probes() const;
 	[[nodiscard]] std::size_t opens() const;
