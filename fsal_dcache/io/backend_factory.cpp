@@ -29,6 +29,14 @@ ring_pool &pool()
 	return p;
 }
 
+// Forgets the rings gone with their last export; returns how many are
+// left.  Under p.m.
+std::size_t prune(ring_pool &p) noexcept
+{
+	std::erase_if(p.rings, [](const std::weak_ptr<backend> &w) { return w.expired(); });
+	return p.rings.size();
+}
+
 } // namespace
 
 unsigned shared_rings_max() noexcept
@@ -52,19 +60,11 @@ uring_open_result shared_ring(std::shared_ptr<backend> &out)
 {
 	ring_pool &p = pool();
 	std::lock_guard lock(p.m);
+	const std::size_t alive = prune(p);
 	std::shared_ptr<backend> least;
-	std::size_t alive = 0;
-	for (auto it = p.rings.begin(); it != p.rings.end();) {
-		std::shared_ptr<backend> b = it->lock();
-		if (!b) {
-			it = p.rings.erase(it);
-			continue;
-		}
-		++alive;
-		if (!least || b.use_count() < least.use_count())
+	for (const auto &w : p.rings)
+		if (std::shared_ptr<backend> b = w.lock(); b && (!least || b.use_count() < least.use_count()))
 			least = std::move(b);
-		++it;
-	}
 	if (least && alive >= shared_rings_max()) {
 		out = std::move(least);
 		return {};
@@ -88,8 +88,7 @@ std::size_t shared_rings_alive() noexcept
 {
 	ring_pool &p = pool();
 	std::lock_guard lock(p.m);
-	return static_cast<std::size_t>(
-		std::count_if(p.rings.begin(), p.rings.end(), [](const auto &w) { return !w.expired(); }));
+	return prune(p);
 }
 
 backend_choice open_backend(bool want_uring)
