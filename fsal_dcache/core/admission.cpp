@@ -19,7 +19,6 @@ void admission::queue(place_waiter &w) noexcept
 	else
 		_head = &w;
 	_tail = &w;
-	++_waiting;
 }
 
 // Ends the wait of w's worker: it has the place (waited), or its request
@@ -82,7 +81,6 @@ place_waiter *admission::leave() noexcept
 	_head = w->_next;
 	if (_head == nullptr)
 		_tail = nullptr;
-	--_waiting;
 	if (w->_worker != nullptr) { // nobody parked: its worker takes it
 		_first_worker = w->_next;
 		wake(*w, outcome::waited);
@@ -115,7 +113,10 @@ std::uint32_t admission::parked() const noexcept
 std::uint32_t admission::waiting() const noexcept
 {
 	mutex_lock lock(_m);
-	return _waiting;
+	std::uint32_t n = 0;
+	for (const place_waiter *w = _head; w != nullptr; w = w->_next)
+		++n;
+	return n;
 }
 
 } // namespace dcache::core

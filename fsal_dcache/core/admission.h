@@ -69,7 +69,8 @@ public:
 	[[nodiscard]] std::uint32_t places() const noexcept { return _places; }
 	[[nodiscard]] std::uint32_t taken() const noexcept DCACHE_EXCLUDES(_m);
 	[[nodiscard]] std::uint32_t parked() const noexcept DCACHE_EXCLUDES(_m);
-	// In line: parked, and workers waiting in their own thread.
+	// In line: parked, and workers waiting in their own thread (the line's
+	// length: for tests and diagnostics).
 	[[nodiscard]] std::uint32_t waiting() const noexcept DCACHE_EXCLUDES(_m);
 
 private:
@@ -80,7 +81,6 @@ private:
 	mutable mutex _m;
 	std::uint32_t _taken DCACHE_GUARDED_BY(_m) = 0;
 	std::uint32_t _parked DCACHE_GUARDED_BY(_m) = 0;
-	std::uint32_t _waiting DCACHE_GUARDED_BY(_m) = 0; // parked or blocked
 	place_waiter *_head DCACHE_GUARDED_BY(_m) = nullptr;
 	place_waiter *_tail DCACHE_GUARDED_BY(_m) = nullptr;
 	// The first whose worker waits with it: every one before it is parked.
