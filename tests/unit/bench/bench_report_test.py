@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Unit tests of tools/bench_report.py's pressure tables: a run directory
-made by hand (what bench-report.sh's pressure workloads leave in
-DIR/pressure/), aggregated, and the figures checked against the counters
-written into it."""
+"""Unit tests of tools/bench_report.py's pressure tables
+(tools/bench_report_pressure.py): a run directory made by hand (what
+bench-report.sh's pressure workloads leave in DIR/pressure/), aggregated,
+and the figures checked against the counters written into it."""
 import json
 import subprocess
 import sys
@@ -12,7 +12,7 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parents[3] / "tools"
 sys.path.insert(0, str(TOOLS))
-import bench_report  # noqa: E402
+import bench_report_pressure  # noqa: E402
 
 MiB = 1 << 20
 
@@ -177,9 +177,9 @@ class PressureTables(unittest.TestCase):
         self.assertAlmostEqual(row["ws_pass_p50_ms"], 800.0)
 
     def test_ws_kind(self):
-        self.assertEqual(bench_report.ws_kind("noisy_reader_touch"), "touch")
-        self.assertEqual(bench_report.ws_kind("lat_reader"), "lat")
-        self.assertEqual(bench_report.ws_kind("seq_write"), "hot")
+        self.assertEqual(bench_report_pressure.ws_kind("noisy_reader_touch"), "touch")
+        self.assertEqual(bench_report_pressure.ws_kind("lat_reader"), "lat")
+        self.assertEqual(bench_report_pressure.ws_kind("seq_write"), "hot")
 
 
 if __name__ == "__main__":
