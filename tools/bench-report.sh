@@ -87,6 +87,10 @@
 # dontcache and direct with IO_Backend = sync (the others use io_uring);
 # direct_async is direct with IO_Blocking_Max = 0 (every device-bound step
 # through io_uring, none blocking a worker thread).
+# DCACHE_BENCH_DEVICE_BPS=RATE (e.g. 100M): a slow device: the shared
+# server's loop device throttled to RATE bytes/s for reads and for writes
+# (cgroup v1 blkio) in every workload it runs; latency keeps its own rate
+# (machine.txt says so).
 # dcache-bench also samples ganesha.nfsd's threads every 50 ms: threads in
 # state D, and svc_* workers blocked in a file I/O syscall.
 # Between runs the test files' page cache is written back and dropped with
@@ -163,6 +167,10 @@ workloads=${workloads//,pressure,/,$(IFS=,; echo "${pressure_workloads[*]}"),}
 workloads=${workloads#,} workloads=${workloads%,}
 to_bytes() { numfmt --from=iec "${1%B}"; }
 size_b=$(to_bytes "$size") || die "--size $size: not a size"
+# a slow device for the shared server's workloads (latency keeps its own)
+dev_bps=""
+[ -z "${DCACHE_BENCH_DEVICE_BPS:-}" ] ||
+  dev_bps=$(to_bytes "$DCACHE_BENCH_DEVICE_BPS") || die "DCACHE_BENCH_DEVICE_BPS=$DCACHE_BENCH_DEVICE_BPS: not a size"
 [[ $repeats =~ ^[1-9][0-9]*$ ]] || die "--repeats $repeats: must be a positive integer"
 [[ $runtime =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--runtime $runtime: must be seconds"
 IFS=, read -r -a vlist <<<"$variants"
@@ -343,6 +351,7 @@ latency_run() {  # variant repeat
     "$bench" url="nfs://$DCACHE_SERVER/$v" rw=write bs=1M numjobs="$lat_jobs" iodepth=4 size="$lat_file" \
       filename=stream --json /dev/null --no-progress 2>"$base.layout.err" || true
   fi
+  [ -z "$dev_bps" ] || cg_leave blkio
   if ! throttle_server "$lat_bps"; then
     echo "no cgroup v1 blkio controller" >"$out/runs/latency.skipped"
     cg_leave blkio
@@ -356,6 +365,7 @@ latency_run() {  # variant repeat
     time_based=1 runtime="$lat_load" --drop-cache "$d"
   wait "$pp" || echo "$?" >"$base.probe.failed"
   cg_leave blkio
+  [ -z "$dev_bps" ] || throttle_server "$dev_bps"
 }
 
 run_timeout=$(awk -v r="$runtime" -v s="$size_b" 'BEGIN { printf "%d", 60 + 4 * r + s / 1048576 / 4 }')
@@ -363,6 +373,10 @@ ileave_writers=${DCACHE_BENCH_INTERLEAVE_WRITERS:-32}
 mix_args=(rw=rw rwmixread=60 bs=1M numjobs=16 iodepth=16 size="$per_job" filename=mix verify=1)
 ileave_stride=(rw=interleave numjobs="$ileave_writers" iodepth=2 record=47008 size="$ileave_size" verify=1
                interleave_order=stride commit_at_end=1)
+if [ -n "$dev_bps" ] && ! throttle_server "$dev_bps"; then
+  cg_leave blkio
+  die "DCACHE_BENCH_DEVICE_BPS: no writable cgroup v1 blkio controller to throttle the device with"
+fi
 for ((r = 1; r <= repeats; r++)); do
   for w in "${wlist[@]}"; do
     for v in "${vlist[@]}"; do
@@ -413,3 +427,4 @@ for ((r = 1; r <= repeats; r++)); do
     done
   done
 done
+[ -z "$dev_bps" ] || cg_leave blkio

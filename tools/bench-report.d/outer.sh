@@ -80,6 +80,7 @@ if [ "$inner" = 0 ]; then
     echo "module: $plugin"
     echo "disk: $(lsblk -ndo NAME,SIZE,ROTA,MODEL "$(findmnt -no SOURCE --target "${TMPDIR:-/tmp}" | sed 's/[0-9]*$//')" 2>/dev/null | tr -s ' ' || echo unknown) (image on ${TMPDIR:-/tmp}, loop --direct-io=on, XFS)"
     echo "size: $size ($size_b bytes per variant), runtime: ${runtime}s, repeats: $repeats"
+    [ -z "$dev_bps" ] || echo "device: throttled to $dev_bps bytes/s (DCACHE_BENCH_DEVICE_BPS, cgroup v1 blkio), except latency (its own)"
   } >"$out/machine.txt"
   export DCACHE_GANESHA=$release DCACHE_PLUGIN=$plugin DCACHE_E2E_IMAGE_SIZE=$image DCACHE_E2E_LOG_LEVEL=${DCACHE_E2E_LOG_LEVEL:-EVENT}
   start=$SECONDS
