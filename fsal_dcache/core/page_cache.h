@@ -50,6 +50,8 @@ public:
 	// The descriptor of the request's file its queued pieces hold (the
 	// buffered twin); without one, that file's pieces run when added.
 	void hold(fd_ref own) noexcept { _own = std::move(own); }
+	// Whether it holds one: the request's file's pieces may be queued.
+	[[nodiscard]] bool holds() const noexcept { return static_cast<bool>(_own); }
 
 	// POSIX_FADV_DONTNEED on [offset, offset+length) (length 0: to end of
 	// file) of the request's file, through fd when it runs now.  Returns 0

@@ -28,10 +28,9 @@ void request_op::prepare(bool caller_waits)
 {
 	io::backend &b = backend();
 	if (!b.completes_inline() && !caller_waits) {
-		_own = lease_buffered(_e, _f, _caller_fd, op() == DCACHE_OP_WRITE);
-		if (_own) {
-			_io.fd = _own->fd;
-			_later.hold(_own);
+		if (fd_ref own = lease_buffered(_e, _f, _caller_fd, op() == DCACHE_OP_WRITE)) {
+			_io.fd = own->fd;
+			_later.hold(std::move(own)); // the lease, for the request's life
 		} else
 			_mode = issue_mode::execute; // only the caller's descriptor: use it now
 	}

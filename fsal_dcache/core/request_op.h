@@ -151,14 +151,13 @@ protected:
 	[[nodiscard]] io::dio_caps dio_caps() { return probe_caps(_e, _f, _caller_fd); }
 
 	std::vector<struct iovec> _iovs; // copy of the caller's array
-	dcache_io _io;			 // fd: the descriptor non-direct steps use
+	dcache_io _io;			 // fd: the descriptor non-direct steps use (_later holds its lease)
 	dcache_export &_e;
 	dcache_file &_f;
 	const dcache_settings &_s; // the export's snapshot at the start
 	const int _caller_fd;	   // valid during the start call only
 	issue_mode _mode = issue_mode::submit;
 	io::credentials _creds; // the caller's, for WRITE steps issued elsewhere
-	fd_ref _own;		// the buffered twin, when _io.fd is it
 	fd_ref _direct;		// the O_DIRECT lease
 	dcache_io_result _res{};
 	std::vector<struct iovec> _cur;		 // iovecs of the request in flight

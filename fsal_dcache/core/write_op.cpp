@@ -286,7 +286,7 @@ void write_op::on_step_result(io::result r)
 				add(stat::buffered_bytes, r.bytes);
 				const std::uint64_t lo = page_down(st.offset);
 				const std::uint64_t len = page_up(st.offset + r.bytes) - lo;
-				if (r.bytes > 0 && _own) {
+				if (r.bytes > 0 && _later.holds()) {
 					write_back = true;
 					_drop_lo = lo;
 					_drop_len = len;
@@ -377,7 +377,7 @@ void write_op::on_sync_result(io::result r)
 	if (const auto d = drop_after_stable_write(_s, _io.stable, _io.offset, _written)) {
 		// The drop goes off the reply path where it can (without the
 		// file's own descriptor, as before: written back and dropped now).
-		if (_own)
+		if (_later.holds())
 			(void)_later.drop(_io.fd, d->offset, d->length);
 		else
 			_later.flush_and_drop(_io.fd, d->offset, d->length);
