@@ -33,7 +33,7 @@ int after_commit(dcache_export &e, dcache_file *file, int fd, std::uint64_t offs
 		// On an asynchronous backend the COMMIT waits for neither, through
 		// the file's own descriptor (fd is the caller's, for this call).
 		side_work later(e, side_work::when::after_reply);
-		if (file != nullptr && (drop || !aged.empty()) && !e.backend->completes_inline())
+		if (file != nullptr && (drop || !aged.empty()) && later.defers())
 			later.hold(lease_buffered(e, *file, fd, false));
 		later.release_boundary(aged, file, fd);
 		const int err = drop ? later.drop(fd, drop->offset, drop->length) : 0;

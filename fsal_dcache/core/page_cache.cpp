@@ -117,9 +117,14 @@ void side_work::issue() noexcept
 	}
 }
 
+bool side_work::defers() const noexcept
+{
+	return _when == when::after_reply && !_e->backend->completes_inline();
+}
+
 bool side_work::queue(const fd_ref &fd, std::uint64_t offset, std::uint64_t length, bool flush_first) noexcept
 {
-	if (_when == when::now || !fd || _e->backend->completes_inline())
+	if (!fd || !defers())
 		return false;
 	auto *w = new (std::nothrow) later_work(*_e, fd, offset, length, flush_first);
 	if (w == nullptr)

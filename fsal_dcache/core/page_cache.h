@@ -52,6 +52,10 @@ public:
 	void hold(fd_ref own) noexcept { _own = std::move(own); }
 	// Whether it holds one: the request's file's pieces may be queued.
 	[[nodiscard]] bool holds() const noexcept { return static_cast<bool>(_own); }
+	// Whether a piece with a descriptor to hold is queued at all: after
+	// the reply, on an asynchronous backend (a caller may skip leasing a
+	// descriptor that would not be held).
+	[[nodiscard]] bool defers() const noexcept;
 
 	// POSIX_FADV_DONTNEED on [offset, offset+length) (length 0: to end of
 	// file) of the request's file, through fd when it runs now.  Returns 0
