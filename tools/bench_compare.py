@@ -9,8 +9,11 @@ of every run of each side, the medians' ratio B / A, the medians of x VFS,
 server CPU per GiB and COMMIT p50, and whether B's median lies below or above
 every A value (outside A's spread)."""
 import json
-import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_report_common import med  # noqa: E402
 
 
 def load(dirs):
@@ -25,11 +28,6 @@ def load(dirs):
                 if r.get("commit_lat_p50_us"):
                     e["c50"].append(r["commit_lat_p50_us"] / 1000)
     return rows
-
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def num(x):
