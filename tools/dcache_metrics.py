@@ -120,9 +120,12 @@ def samples(table, exports):
     {Metric name: (Metric, [(labels dict, value)])}, where a histogram's
     value is (cumulative buckets [(le, count)], sum in microseconds).
 
-    As Ganesha's registry serves them: counters and histograms once they
+    As Ganesha's endpoint serves them: counters and histograms once they
     are not zero (the DBus statistics skip zeros, Ganesha's endpoint leaves
-    them out), every gauge of every export (0 when the statistics skip it).
+    them out), but one series of each such metric even when all are zero
+    (Ganesha keeps one "so it's easier to query": here the metric's first
+    exact row, of the lowest Export_Id); every gauge of every export (0
+    when the statistics skip it).
     """
     out = {}
 
@@ -156,6 +159,15 @@ def samples(table, exports):
             put(metric, dict(base, **dict(zip(metric.keys, values))), value)
         for value, metric, values in table.gauge_rows():
             put(metric, dict(base, **dict(zip(metric.keys, values))), entry.get(value, 0))
+    if exports:
+        base = {"export": EXPORT_LABEL.format(min(exports))}
+        zero_histogram = ([(str(b), 0) for b in table.bounds_us] + [("+Inf", 0)], 0)
+        for value, metric, _ in table.sources:
+            m = table.metrics.get(metric)
+            if m is None or m.type == "gauge" or m.name in out or value.endswith("*"):
+                continue
+            values = table.resolve(value)[2]
+            put(m, dict(base, **dict(zip(m.keys, values))), zero_histogram if m.type == "histogram" else 0)
     return out
 
 

@@ -114,9 +114,7 @@ def lab(**kw):
 
 
 def test_the_table_is_read_as_the_core_reads_it(table):
-    dump = os.environ.get("DCACHE_METRICS_DUMP")
-    assert dump, "DCACHE_METRICS_DUMP must name the metrics_dump program (ctest sets it)"
-    core = json.loads(subprocess.run([dump], check=True, capture_output=True, text=True).stdout)
+    core = core_dump()
     assert core["series"], "the core publishes series"
     for s in core["series"]:
         kind, metric, values = table.resolve(s["value"])
@@ -127,6 +125,25 @@ def test_the_table_is_read_as_the_core_reads_it(table):
     for v in core["left_out"]:
         assert table.resolve(v)[0] == "left_out", v
     assert table.bounds_us == core["bounds_us"]
+
+
+def core_dump():
+    dump = os.environ.get("DCACHE_METRICS_DUMP")
+    assert dump, "DCACHE_METRICS_DUMP must name the metrics_dump program (ctest sets it)"
+    return json.loads(subprocess.run([dump], check=True, capture_output=True, text=True).stdout)
+
+
+def test_the_names_are_those_ganesha_serves_from_the_module(table):
+    """Ganesha's endpoint shows every metric the module registers (one
+    series even when all are zero): the exporter serves the same names
+    from an export that counted anything."""
+    want = {"dcache_exporter_ganesha_up"}
+    for s in core_dump()["series"]:
+        want |= {s["name"] + x for x in ("_bucket", "_sum", "_count")} if s["type"] == "histogram" else {s["name"]}
+    got = {name for name, _ in series(scrape(table, reply([counter("export_5.backend_io_uring", 1)])))}
+    assert got == want
+    got = {name for name, _ in series(scrape(table, reply(CANNED)))}
+    assert got == want | {"dcache_auto_decisions_total", "dcache_brand_new_counter_total"}
 
 
 def test_counters_carry_export_op_and_disposition_as_ganesha_writes_export(table):
