@@ -198,6 +198,7 @@ static void *metrics_thread(void *arg)
 
 	(void)arg;
 	SetNameFunction("dcache_metrics");
+	(void)pthread_setname_np(pthread_self(), "dcache_metrics");
 	PTHREAD_MUTEX_lock(&metrics.lock);
 	while (!metrics.stopping) {
 		for (i = 0; i < metrics.n_exports; i++)
