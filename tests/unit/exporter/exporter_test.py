@@ -239,6 +239,26 @@ def test_the_commands_read_dbus_the_same_way(fake_dbus_send, table):
     assert not any("." in k for e in stats.values() for k in e), "dcache-stats shows no bucket entries"
 
 
+def test_installed_they_find_their_modules_and_write_nothing_beside_them(fake_dbus_send, tmp_path):
+    """The package's layout: /usr/bin/dcache-*, the modules and the table in
+    /usr/share/nfs-ganesha-dcache; run as root, they must not leave
+    bytecode there (dpkg --purge would leave the directory behind)."""
+    share = tmp_path / "usr" / "share" / "nfs-ganesha-dcache"
+    share.mkdir(parents=True)
+    (tmp_path / "usr" / "bin").mkdir()
+    for name in ("dcache_dbus.py", "dcache_metrics.py"):
+        (share / name).write_text((TOOLS / name).read_text())
+    (share / "metrics.def").write_text((TOP / "fsal_dcache" / "core" / "metrics.def").read_text())
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "DCACHE_METRICS_TABLE")}
+    for tool, args, want in (("dcache-exporter", ["--once"], 'export="export_id=2"'),
+                             ("dcache-stats", ["--json"], '"read_dontcache": 3')):
+        (tmp_path / "usr" / "bin" / tool).write_text((TOOLS / tool).read_text())
+        out = subprocess.run([sys.executable, str(tmp_path / "usr" / "bin" / tool), *args], env=env,
+                             check=True, capture_output=True, text=True).stdout
+        assert want in out, tool
+    assert sorted(p.name for p in share.iterdir()) == ["dcache_dbus.py", "dcache_metrics.py", "metrics.def"]
+
+
 def test_a_real_reply_of_a_4_3_server(table):
     """A GetFSALStats reply recorded from ganesha.nfsd 4.3 (dbus-send
     --print-reply, as dcache_dbus.dbus_call runs it) after 3 MB written and
