@@ -317,12 +317,15 @@ opts=(
 wanted=(_USE_9P _USE_NFS3 _USE_NLM _USE_RQUOTA USE_NFSACL3 _HAVE_GSSAPI USE_DBUS _MSPAC_SUPPORT
         USE_NFSIDMAP USE_CAPS USE_BLKID ENABLE_VFS_POSIX_ACL RPCBIND)
 unwanted=(_USE_NFS_RDMA _USE_9P_RDMA DEBUG_SAL USE_LTTNG)
-case $release in
-  6.5) unwanted+=(USE_MONITORING) ;;
-  # 9.14's debian/rules adds -DUSE_MONITORING=YES; QoS stays off (it would
-  # change struct gsh_export, which the adapter reads)
-  9.14) opts+=(-DUSE_MONITORING=YES); wanted+=(USE_MONITORING); unwanted+=(ENABLE_QOS) ;;
-esac
+# and the release's own (ci/releases.tsv): 9.14's debian/rules adds
+# -DUSE_MONITORING=YES, 6.5's build has none; QoS stays off (it would change
+# struct gsh_export, which the adapter reads)
+for define in $release_config_h; do
+  case $define in
+    +*) wanted+=("${define#+}"); opts+=("-D${define#+}=YES") ;;
+    -*) unwanted+=("${define#-}") ;;
+  esac
+done
 if [ ! -f "$cfg_rel/include/config.h" ]; then
   mkdir -p "$cfg_rel"
   release_chroot --bind "$cache" -- cmake -S "$src_rel/src" -B "$cfg_rel" -Wno-dev "${opts[@]}" \
