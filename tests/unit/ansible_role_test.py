@@ -44,8 +44,8 @@ EXPORT {
 }
 EXPORT
 {
-	Export_Id = "3"; Path = /srv/c; Pseudo = /c;
-	FSAL { name = "dcache"; IO_Cache_Read = buffered; FSAL { Name = VFS; } }
+\tExport_Id = "3"; Path = /srv/c; Pseudo = /c;
+\tFSAL { name = "dcache"; IO_Cache_Read = buffered; FSAL { Name = VFS; } }
 }
 EXPORT { Export_Id = 4; Path = /srv/d; Pseudo = /d; FSAL { Name = VFS; } }
 """
@@ -191,11 +191,17 @@ class ModuleTest(unittest.TestCase):
         self.assertIn("EXPORT 4 has 0 FSAL { Name = DCACHE; } blocks", res["msg"])
 
 
-LOG = """\
-04/12/2026 10:00:00 : epoch 1 : h : ganesha.nfsd-7[main] log_settings :FSAL :EVENT :DCACHE: export 2 (/srv/a (x)) created over VFS: IO_Cache_Read = direct, IO_Cache_Write = direct, Boundary_Tracking = true, IO_Workers_Max = 0 (running: io_uring)
-04/12/2026 10:00:00 : epoch 1 : h : ganesha.nfsd-7[main] log_settings :FSAL :EVENT :DCACHE: export 12 (/srv/b) created over VFS: IO_Cache_Read = buffered, IO_Cache_Write = buffered, Boundary_Tracking = true, IO_Workers_Max = 0 (running: io_uring)
-04/12/2026 10:01:00 : epoch 1 : h : ganesha.nfsd-7[dbus] parse :CONFIG :CRIT :DCACHE: export 2 (/srv/a (x)): IO_Cache_Write = "fast" is not valid; allowed: ...; update refused, the export keeps its current settings
-"""
+LOG = (
+    "04/12/2026 10:00:00 : epoch 1 : h : ganesha.nfsd-7[main] log_settings :FSAL :EVENT :DCACHE: "
+    "export 2 (/srv/a (x)) created over VFS: IO_Cache_Read = direct, IO_Cache_Write = direct, "
+    "Boundary_Tracking = true, IO_Workers_Max = 0 (running: io_uring)\n"
+    "04/12/2026 10:00:00 : epoch 1 : h : ganesha.nfsd-7[main] log_settings :FSAL :EVENT :DCACHE: "
+    "export 12 (/srv/b) created over VFS: IO_Cache_Read = buffered, IO_Cache_Write = buffered, "
+    "Boundary_Tracking = true, IO_Workers_Max = 0 (running: io_uring)\n"
+    "04/12/2026 10:01:00 : epoch 1 : h : ganesha.nfsd-7[dbus] parse :CONFIG :CRIT :DCACHE: "
+    'export 2 (/srv/a (x)): IO_Cache_Write = "fast" is not valid; allowed: ...; '
+    "update refused, the export keeps its current settings\n"
+)
 UPDATED = ("05/12/2026 : ganesha.nfsd-7[dbus] log_settings :FSAL :EVENT :DCACHE: export 2 (/srv/a (x)) updated: "
            "IO_Cache_Read = dontcache, IO_Cache_Write = direct_file_sync, Boundary_Tracking = false, "
            "IO_Workers_Max = 4 (running: io_uring)\n")

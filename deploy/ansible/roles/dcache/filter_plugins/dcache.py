@@ -6,7 +6,8 @@ in force (ganesha-dcache-config(8), docs/configuration.md "Live changes"):
 
   DCACHE: export 2 (/srv/data) created over VFS: IO_Cache_Read = direct, ... (running: io_uring)
   DCACHE: export 2 (/srv/data) updated: IO_Cache_Read = dontcache, ... (running: io_uring)
-  DCACHE: export 2 (/srv/data): IO_Cache_Write = "fast" is not valid; ...; update refused, the export keeps its current settings
+  DCACHE: export 2 (/srv/data): IO_Cache_Write = "fast" is not valid; ...;
+      update refused, the export keeps its current settings
 
 Values are printed as the plugin reads them (modes by name, booleans as
 true/false), so a wanted value is normalised the same way before comparing
