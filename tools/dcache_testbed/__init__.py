@@ -1,5 +1,16 @@
 """Real ganesha.nfsd servers for the end-to-end tests, the demo and the
-benchmark.
+benchmark: the one library that starts and stops them.
 
   releases   the Ganesha releases (ci/releases.tsv, the one table)
+  exports    the EXPORT blocks (the one place that writes them)
+  server     a server on a loop filesystem in namespaces of its own
+  heads      several servers on one filesystem and one network (clusters)
+  stats      the plugin's counters, read through tools/dcache-stats
+  nfs        clients: libnfs's nfs-cp, nfs-cat, nfs-ls in a server's network
+
+Everything a server needs is made when it starts and undone when it stops,
+also when a step fails, in the reverse order (contextlib.ExitStack): loop
+devices, mounts, network namespaces, rpcbind, dbus-daemon, ganesha.nfsd.
+Every process is a child of the caller and dies with it (setpriv
+--pdeathsig KILL).
 """
