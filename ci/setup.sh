@@ -42,6 +42,8 @@ packages=(
   # tests, benchmark and demo
   libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2 nlohmann-json3-dev
   util-linux procps gnuplot-nox python3
+  # the end-to-end tests and the Python tools' tests (pytest), Python lint
+  python3-pytest flake8
   # the threads of a server that will not stop, in the test's log (ci/server.sh)
   gdb
   # the Ansible role deploy/ansible and its cluster test: Debian's ansible, not
