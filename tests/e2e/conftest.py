@@ -10,6 +10,10 @@ library that starts and stops servers):
                 stopped and removed when the test ends, its log's last
                 lines printed when the test failed
   server        one server with the default exports (/vfs 1, /dcache 2)
+  make_module_server
+                make_server for the tests of one module, which look at the
+                same servers: stopped after the module's last test, their
+                logs' last lines printed when one of its tests failed
 
 A run where every test was skipped exits 77, which ctest counts as skipped
 (SKIP_RETURN_CODE), never as passed.
@@ -97,6 +101,39 @@ def report_log(srv):
         kept = os.path.join(os.environ.get("TMPDIR", "/tmp"), os.path.basename(srv.state) + ".ganesha.log")
         shutil.copy(srv.log_path, kept)
         print(f"\n{srv.log_tail()}\n(whole log: {kept})")
+
+
+@pytest.fixture(scope="module")
+def make_module_server(request):
+    failed_before = request.session.testsfailed
+    servers = []
+
+    def make(**kw):
+        srv = Server(**kw)
+        servers.append(srv)
+        try:
+            srv.start()
+        except BaseException:
+            report_log(srv)
+            raise
+        return srv
+
+    yield make
+    errors = []
+    # after the module's last test: printed around pytest's capture
+    with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+        for srv in reversed(servers):
+            failed = request.session.testsfailed > failed_before
+            if failed:
+                report_log(srv)  # before the shutdown's lines
+            status = srv.stop_ganesha() if srv.ganesha else None
+            if status not in (None, 0) and not failed:
+                report_log(srv)
+            if status not in (None, 0):
+                errors.append(f"ganesha.nfsd {srv.release.name} ended with status {status} when stopped")
+            srv.stack.close()
+    if errors:
+        pytest.fail("; ".join(errors) + " (a crash in its shutdown)")
 
 
 @pytest.fixture

@@ -76,3 +76,15 @@ def test_counters_read_as_objects_with_zero_for_what_was_not_counted():
     c = every[2]
     assert c.writes == 3 and c["writes"] == 3 and c.reads == 0
     assert (stats.Counters({"writes": 5}) - c).writes == 2
+
+
+def test_a_command_runs_chrooted_in_a_release_root_only_where_there_is_one():
+    table = releases.read_table()
+    assert releases.host_release(table).chroot_argv(["dcache-check", "-v", "c"], binds=["/x"]) == \
+        ["dcache-check", "-v", "c"]
+    r = next(r for r in table if r.root)
+    argv = r.chroot_argv(["dcache-check", "-v", "c"], binds=["/x", "/y"])
+    assert argv[:2] == ["env", "PYTHONPATH=" + os.path.join(r.top, "tools")]
+    assert argv[2:6] == ["unshare", "--mount", "--propagation", "private"]
+    assert argv[-11:] == ["dcache_testbed.inroot", "--root", r.root, "--bind", "/x", "--bind", "/y", "--",
+                          "dcache-check", "-v", "c"]

@@ -2,6 +2,7 @@
 table, also read by ci/release.sh and cmake/FindGanesha.cmake)."""
 
 import os
+import sys
 from dataclasses import dataclass
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -60,6 +61,20 @@ class Release:
     def in_root(self, path):
         """path as the host sees the file the release's server reads at path."""
         return self.root + path if self.root else path
+
+    def chroot_argv(self, argv, binds=()):
+        """argv as a command that runs it chrooted in the release's root,
+        in a mount namespace of its own with /dev, /proc and binds (host
+        directories, at their own paths) bound in (dcache_testbed.inroot);
+        argv itself for the host's release. A program of the release's
+        build (build-X/) needs TOP among the binds, a file it reads its
+        directory."""
+        if not self.root:
+            return list(argv)
+        tools = os.path.join(self.top, "tools")
+        return (["env", f"PYTHONPATH={tools}", "unshare", "--mount", "--propagation", "private", "--",
+                 sys.executable, "-m", "dcache_testbed.inroot", "--root", self.root]
+                + [arg for d in binds for arg in ("--bind", d)] + ["--", *argv])
 
 
 def _field(value):
