@@ -1,5 +1,6 @@
 """The testbed's pure parts (tools/dcache_testbed): the EXPORT block
-builder, the release table's reader, the counters."""
+builder, the release table's reader, the counters, the gtest
+runner's verdict."""
 
 import os
 import sys
@@ -8,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 # pylint: disable=wrong-import-position
-from dcache_testbed import exports, releases, stats  # noqa: E402
+from dcache_testbed import exports, gtest, releases, stats  # noqa: E402
 
 
 def test_a_dcache_export_stacks_on_vfs_with_its_settings_in_order():
@@ -76,3 +77,16 @@ def test_counters_read_as_objects_with_zero_for_what_was_not_counted():
     c = every[2]
     assert c.writes == 3 and c["writes"] == 3 and c.reads == 0
     assert (stats.Counters({"writes": 5}) - c).writes == 2
+
+
+def test_gtest_failures_are_named_once_without_the_summary_line():
+    out = ("[ RUN      ] escape/escape.V3DotDot/vfs\n"
+           "[  FAILED  ] escape/escape.V3DotDot/vfs, where GetParam() = 8-byte object <01-00> (5 ms)\n"
+           "[  FAILED  ] creds.Write (3 ms)\n"
+           "[  FAILED  ] 2 tests, listed below:\n"
+           "[  FAILED  ] escape/escape.V3DotDot/vfs, where GetParam() = 8-byte object <01-00>\n"
+           "[  FAILED  ] creds.Write\n")
+    assert gtest.failures(out) == ["escape/escape.V3DotDot/vfs", "creds.Write"]
+    assert gtest.verdict("t", 1, out) == "t exited with status 1; failed: escape/escape.V3DotDot/vfs, creds.Write"
+    assert gtest.verdict("t", 0, "", server_alive=False) == "ganesha.nfsd died while t ran"
+    assert gtest.verdict("t", 0, out) == ""

@@ -7,6 +7,7 @@ benchmark: the one library that starts and stops them.
   heads      several servers on one filesystem and one network (clusters)
   stats      the plugin's counters, read through tools/dcache-stats
   nfs        clients: libnfs's nfs-cp, nfs-cat, nfs-ls in a server's network
+  gtest      the C++ end-to-end programs run against a server, judged
 
 Everything a server needs is made when it starts and undone when it stops,
 also when a step fails, in the reverse order (contextlib.ExitStack): loop
