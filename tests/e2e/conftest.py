@@ -17,6 +17,9 @@ library that starts and stops servers):
 
 A run where every test was skipped exits 77, which ctest counts as skipped
 (SKIP_RETURN_CODE), never as passed.
+
+Options: --stress-rounds N, --stress-ops N (test_stress.py's round: 1 of
+1500 operations a stream) and --long (its long run, 10 rounds of 20,000).
 """
 
 import os
@@ -47,6 +50,14 @@ class Build:
                 return os.path.join(d, name)
         pytest.fail(f"{name} is not built in {self.path} (ci/build.sh)")
         return None
+
+
+def pytest_addoption(parser):
+    parser.addoption("--stress-rounds", type=int, default=1, help="test_stress.py: rounds (default 1)")
+    parser.addoption("--stress-ops", type=int, default=1500,
+                     help="test_stress.py: operations a stream and round (default 1500)")
+    parser.addoption("--long", action="store_true",
+                     help="the long runs: test_stress.py 10 rounds of 20,000 operations a stream")
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """The testbed's pure parts (tools/dcache_testbed): the EXPORT block
-builder, the release table's reader, the counters."""
+builder, the release table's reader, the counters, the gtest
+runner's verdict, the server variants."""
 
 import os
 import sys
@@ -8,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 # pylint: disable=wrong-import-position
-from dcache_testbed import exports, releases, stats  # noqa: E402
+from dcache_testbed import exports, gtest, matrix, releases, stats  # noqa: E402
 
 
 def test_a_dcache_export_stacks_on_vfs_with_its_settings_in_order():
@@ -88,3 +89,25 @@ def test_a_command_runs_chrooted_in_a_release_root_only_where_there_is_one():
     assert argv[2:6] == ["unshare", "--mount", "--propagation", "private"]
     assert argv[-11:] == ["dcache_testbed.inroot", "--root", r.root, "--bind", "/x", "--bind", "/y", "--",
                           "dcache-check", "-v", "c"]
+
+
+def test_gtest_failures_are_named_once_without_the_summary_line():
+    out = ("[ RUN      ] escape/escape.V3DotDot/vfs\n"
+           "[  FAILED  ] escape/escape.V3DotDot/vfs, where GetParam() = 8-byte object <01-00> (5 ms)\n"
+           "[  FAILED  ] creds.Write (3 ms)\n"
+           "[  FAILED  ] 2 tests, listed below:\n"
+           "[  FAILED  ] escape/escape.V3DotDot/vfs, where GetParam() = 8-byte object <01-00>\n"
+           "[  FAILED  ] creds.Write\n")
+    assert gtest.failures(out) == ["escape/escape.V3DotDot/vfs", "creds.Write"]
+    assert gtest.verdict("t", 1, out) == "t exited with status 1; failed: escape/escape.V3DotDot/vfs, creds.Write"
+    assert gtest.verdict("t", 0, "", server_alive=False) == "ganesha.nfsd died while t ran"
+    assert gtest.verdict("t", 0, out) == ""
+
+
+def test_variants_are_the_whole_matrix_with_distinct_bracketed_ids():
+    ids = [f"[{v}]" for v in matrix.variants()]
+    assert len(ids) == 12 and ids[0] == "[xfs-io_uring-rwf_dontcache]"
+    assert not [a for a in ids for b in ids if a != b and a in b], "one id selects another's test"
+    assert matrix.Variant().server_args() == {"fs": "xfs", "backend": None, "ganesha_env": {}}
+    assert matrix.Variant("btrfs", "sync", False).server_args() == {
+        "fs": "btrfs", "backend": "sync", "ganesha_env": {"DCACHE_TEST_NO_RWF_DONTCACHE": "1"}}

@@ -8,6 +8,8 @@ benchmark: the one library that starts and stops them.
   stats      the plugin's counters, read through tools/dcache-stats
   nfs        clients: libnfs's nfs-cp, nfs-cat, nfs-ls in a server's network
   inroot     a command chrooted in a release's root (Release.chroot_argv)
+  gtest      the C++ end-to-end programs run against a server, judged
+  matrix     the server variants: filesystem x backend x RWF_DONTCACHE
 
 Everything a server needs is made when it starts and undone when it stops,
 also when a step fails, in the reverse order (contextlib.ExitStack): loop
