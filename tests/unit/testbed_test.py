@@ -76,3 +76,16 @@ def test_counters_read_as_objects_with_zero_for_what_was_not_counted():
     c = every[2]
     assert c.writes == 3 and c["writes"] == 3 and c.reads == 0
     assert (stats.Counters({"writes": 5}) - c).writes == 2
+
+
+def test_a_server_with_a_grace_period_has_its_nfsv4_lines_instead_of_graceless():
+    from dcache_testbed import server  # pylint: disable=import-outside-toplevel
+    r = releases.host_release()
+    assert "  Graceless = true;\n" in server.core_conf(r, "/s", "/s/log", "/p")
+    text = server.core_conf(r, "/s", "/s/log", "/p", nfsv4_lines=("Graceless = false;", "Grace_Period = 5;"))
+    assert "Graceless = true" not in text and "NFSV4 {\n  Graceless = false;\n  Grace_Period = 5;\n" in text
+
+
+def test_heads_and_ceph_addresses_are_on_the_test_network():
+    from dcache_testbed import heads  # pylint: disable=import-outside-toplevel
+    assert [heads.head_ip(n) for n in (1, 3)] == ["192.0.2.11", "192.0.2.13"]
