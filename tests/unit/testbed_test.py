@@ -87,5 +87,8 @@ def test_a_server_with_a_grace_period_has_its_nfsv4_lines_instead_of_graceless()
 
 
 def test_heads_and_ceph_addresses_are_on_the_test_network():
-    from dcache_testbed import heads  # pylint: disable=import-outside-toplevel
+    from dcache_testbed import ceph, heads  # pylint: disable=import-outside-toplevel
     assert [heads.head_ip(n) for n in (1, 3)] == ["192.0.2.11", "192.0.2.13"]
+    conf = ceph.ceph_conf("/d", "f-s-i-d", "192.0.2.2")
+    assert "mon host = [v2:192.0.2.2:3300,v1:192.0.2.2:6789]\n" in conf and "public network = 192.0.2.0/24\n" in conf
+    assert "keyring = /d/$cluster.$name.keyring" in conf and "osd objectstore = memstore" in conf

@@ -6,6 +6,7 @@ benchmark: the one library that starts and stops them.
   server     a server on a loop filesystem in namespaces of its own
   heads      several servers on one filesystem and one network (clusters)
   clients    NFS clients rewriting and verifying files beside a test
+  ceph       one ceph-mon and one ceph-osd on the heads' network
   ctdb       a ctdbd in each head's namespaces
   stats      the plugin's counters, read through tools/dcache-stats
   nfs        clients: libnfs's nfs-cp, nfs-cat, nfs-ls in a server's network
