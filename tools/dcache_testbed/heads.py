@@ -136,6 +136,18 @@ class Heads:
         self.stop()
 
     def start(self):
+        """The filesystem, the network, then every head."""
+        self.prepare()
+        last_second = None
+        for n in range(1, self.count + 1):
+            if self.apart and last_second is not None:
+                wait_for(lambda s=last_second: int(time.time()) != s, 2, "a new second", 0.02)
+            last_second = int(time.time())
+            self.start_head(n)
+
+    def prepare(self):
+        """The filesystem and the network without the heads (for what must
+        run before they start: their configuration's cluster)."""
         self.state = tempfile.mkdtemp(prefix="dcache-heads.", dir=os.environ.get("TMPDIR", "/tmp"))
         os.chmod(self.state, 0o755)
         self.stack.callback(shutil.rmtree, self.state, ignore_errors=True)
@@ -145,12 +157,6 @@ class Heads:
         self.loopdev = mount_image(self.stack, image, self.mnt)
         if self.want_network:
             self.network = Network(self.stack, f"dcache-heads-{os.getpid()}-{self.state.rsplit('.', 1)[-1]}")
-        last_second = None
-        for n in range(1, self.count + 1):
-            if self.apart and last_second is not None:
-                wait_for(lambda s=last_second: int(time.time()) != s, 2, "a new second", 0.02)
-            last_second = int(time.time())
-            self.start_head(n)
 
     def start_head(self, n):
         """Starts hN (the next head) and waits until it serves."""

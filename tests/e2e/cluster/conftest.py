@@ -4,7 +4,8 @@
                     (network and mount namespaces, XFS); fails naming
                     ci/setup.sh where a program is missing
   make_heads        make_heads(count, **Heads arguments) starts heads
-                    (dcache_testbed.heads) for the whole module; on a
+                    (dcache_testbed.heads) for the whole module (start=False:
+                    their filesystem and network only); on a
                     failure each head's log (its last lines without DEBUG,
                     the whole file kept in /tmp) and the clients' errors
                     are printed; stopped at the module's end
@@ -39,12 +40,15 @@ def need_cluster():
 def make_heads(request, need_cluster):  # pylint: disable=unused-argument,redefined-outer-name
     made = []
 
-    def make(count=3, **kw):
+    def make(count=3, start=True, **kw):
         heads = Heads(count, **kw)
         cluster = Cluster(heads)
         made.append(cluster)
         try:
-            heads.start()
+            if start:
+                heads.start()
+            else:
+                heads.prepare()
         except BaseException:
             report(heads, [])
             heads.stop()
