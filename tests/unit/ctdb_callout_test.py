@@ -3,7 +3,8 @@ call it, against a stand-in dbus-send (it records each call and answers as
 Ganesha 4.3 and 6.5 do) and a stand-in ganesha.nfsd (a sleep under that
 name): the operations it registers, the shares it lists, its health check,
 the grace calls at takeip-pre/takeip/releaseip and their failures, startup
-with a start command. Any user, no daemons.
+with a start command; the health check failing a head that serves none of
+the exports its configuration names. Any user, no daemons.
 
   python3 -m pytest ctdb_callout_test.py      (from tests/unit; ctest -L unit)
 """
@@ -42,6 +43,16 @@ GRACE = """method return time=1 sender=:1.0 -> destination=:1.2 serial=3 reply_s
    boolean true
    string "Started grace period"
 """
+
+
+def show_exports(*ids):
+    """ShowExports' reply (4.3's form, trimmed): one struct per export."""
+    structs = "".join(f'      struct {{\n         uint16 {i}\n         string "/p{i}"\n'
+                      "         struct {\n         }\n      }\n" for i in ids)
+    return "method return time=1 sender=:1.0 -> destination=:1.2 serial=3 reply_serial=2\n   struct {\n   }\n" \
+        f"   array [\n{structs}   ]\n"
+
+
 CONF = """NFS_CORE_PARAM { Mount_Path_Pseudo = true; }
 EXPORT {
   Export_Id = 2; Path = "/srv/shared"; Pseudo = /shared;
@@ -65,6 +76,7 @@ class Callout:
         os.chmod(self.path("bin/dbus-send"), 0o755)
         self.write("reply.get_grace", GET_GRACE)
         self.write("reply.grace", GRACE)
+        self.write("reply.ShowExports", show_exports(2, 0))
         self.write("ganesha.conf", CONF)
         self.write("options", f"GANESHA_CONF={self.path('ganesha.conf')}\n"
                               f"GANESHA_PIDFILE={self.path('ganesha.pid')}\n"
@@ -153,6 +165,35 @@ def test_check_asks_ganesha_over_dbus(callout):
                for c in callout.calls()), f"check does not ask get_grace on GANESHA_DBUS_ADDRESS: {callout.calls()}"
     callout.write("dbus-down", "")
     assert callout.run("check", "nfs")[0] == 1, "check with the bus not answering does not fail"
+
+
+def test_check_fails_a_head_that_serves_none_of_its_exports(callout):
+    callout.start_fake()
+    callout.write("reply.ShowExports", show_exports(0))
+    rc, out = callout.run("check", "nfs")
+    assert rc == 1 and "serves none of the exports its configuration names (Export_Id 2 3); it serves 0" in out, \
+        f"check of a head serving only the pseudo root: exit {rc}: {out}"
+    assert any(c.endswith("org.ganesha.nfsd.exportmgr.ShowExports") for c in callout.calls()), \
+        f"check did not ask ShowExports: {callout.calls()}"
+    callout.write("reply.ShowExports", show_exports(3, 0))
+    assert callout.run("check", "nfs") == (0, ""), "check of a head serving one of its two exports fails"
+    callout.write("options", "GANESHA_EXPORT_IDS=7\n", mode="a")
+    rc, out = callout.run("check", "nfs")
+    assert rc == 1 and "(Export_Id 7)" in out, f"GANESHA_EXPORT_IDS not what check expects: {out}"
+
+
+def test_check_reads_included_files_and_configurations_without_exports(callout):
+    callout.start_fake()
+    callout.write("ganesha.conf", 'NFS_CORE_PARAM { }\n%include "exports.conf"   # relative\n')
+    callout.write("exports.conf", "EXPORT { export_id = 9; Path = /srv/n; }\n")
+    callout.write("reply.ShowExports", show_exports(9, 0))
+    assert callout.run("check", "nfs") == (0, ""), "an Export_Id in an %include'd file is not counted"
+    # exports kept in RADOS: no Export_Id in the file, any export but 0
+    callout.write("ganesha.conf", '%url "rados://nfs/dcache/head-h1"\n')
+    assert callout.run("check", "nfs") == (0, ""), "check of a RADOS head serving an export fails"
+    callout.write("reply.ShowExports", show_exports(0))
+    rc, out = callout.run("check", "nfs")
+    assert rc == 1 and "serves no export but the pseudo root (Export_Id 0)" in out, f"RADOS head serving nothing: {out}"
 
 
 def test_grace_at_takeip_and_releaseip(callout):
