@@ -373,6 +373,80 @@ def test_a_missing_configuration_object(rados, dcache_check):
     rados.no_client_errors("the missing object and h3's restarts")
 
 
+def callout_check(rados, n):
+    """The CTDB callout's health check (check nfs) on hN: (exit, output)."""
+    srv = rados.heads[n]
+    options = os.path.join(rados.work, f"callout-h{n}.options")
+    with open(options, "w", encoding="utf-8") as f:
+        f.write(f"GANESHA_CONF={srv.conf_path}\nGANESHA_PIDFILE={srv.state}/ganesha.pid\n"
+                f"GANESHA_DBUS_ADDRESS={srv.bus}\n")
+    res = srv.run([CALLOUT, "check", "nfs"], check=False, quiet=True, env={"GANESHA_CALLOUT_OPTIONS": options})
+    return res.returncode, (res.stdout + res.stderr).strip()
+
+
+def test_a_broken_live_object_found_by_verify_and_restored(rados):
+    # A plain `rados put` over the export object every head runs, its last
+    # brace lost: Ganesha's parser fails the whole configuration that
+    # includes it
+    for c in rados.cluster.clients:
+        c.stop()
+    good = rados.rados("get", "export-2.2", "-").stdout
+    rados.rados("put", "export-2.2", "-", stdin=good.rstrip()[:-1])
+    rc, out = rados.tool("verify")
+    for n in (1, 2, 3):
+        assert rc == 1 and f"h{n}: export-2.2 is not what was published" in out and \
+            re.search(rf"h{n}: export-2\.2 refused by dcache-check \(exit 2\)", out), \
+            f"dcache-rados verify does not find export-2.2 broken for h{n}: {out}"
+    # the heads told to reread: each drops the export and stays up
+    marks = [srv.log_mark() for srv in rados.heads]
+    rados.tool("reload", "h1", "h2", "h3")
+    for n, (srv, m) in enumerate(zip(rados.heads, marks), 1):
+        srv.wait_log("Reread exports complete", m, 10)
+        assert srv.ganesha.alive(), f"h{n} stopped on a reread of a broken object"
+        rc, out = rados.verify(n)
+        assert rc == 1 and f"h{n}: ganesha.nfsd serves no export 2 of its configuration (it serves 0)" in out, \
+            f"h{n} after rereading the broken object: dcache-rados verify --local: {out}"
+    rc, out = callout_check(rados, 1)
+    assert rc == 1 and "serves no export but the pseudo root (Export_Id 0)" in out, \
+        f"the CTDB callout's health check passes a head that serves nothing: exit {rc}: {out}"
+    # a head restarted on it comes up without its exports, and without the
+    # rest of its configuration (no Plugins_Dir, no shared grace, no stats)
+    h3 = rados.heads[3]
+    mark = rados.restart(3, wait=False)
+    wait_for(lambda: not h3.ganesha.alive() or "NFS SERVER INITIALIZED" in h3.log_since(mark), 30,
+             "h3 started or gone", 0.2)
+    if h3.ganesha.alive():
+        rc, out = rados.verify(3)
+        assert rc == 1 and "h3: ganesha.nfsd serves no export 2" in out, f"h3 restarted on it: verify: {out}"
+        assert "Configuration syntax errors found" in h3.log_since(mark), "h3's log does not say its start failed"
+    print(f"h3 restarted on the broken object: {'up, serving nothing' if h3.ganesha.alive() else 'exited'}")
+    # the fix: the published bytes back, the running heads reread
+    rc, out = rados.tool("restore", "export-2.2", "--reload", "h1", "h2", "h3", stage=os.path.join(rados.work, "gen-2"))
+    assert rc == 0 and "export-2.2: restored" in out, f"dcache-rados restore: {out}"
+    rc, out = rados.tool("verify")
+    assert rc == 0, f"verify after the restore: {out}"
+    for n in (1, 2):
+        wait_for(lambda n=n: rados.verify(n)[0] == 0, 10, f"h{n} serving export 2 again", 0.2)
+    assert callout_check(rados, 1) == (0, ""), "the callout's health check fails h1 after the restore"
+    # the head started on the broken object read its reload without its
+    # Plugins_Dir: it takes another restart
+    if h3.ganesha.alive():
+        h3.wait_log("Reread exports complete", mark, 10)
+        assert re.search(r"Failed to load module \(.*libfsaldcache\.so\)", h3.log_since(mark)), \
+            "h3, started on the broken object, loaded DCACHE on the reread after the restore"
+    marks = [srv.log_mark() for srv in rados.heads]
+    rados.restart(3)
+    assert created("dontcache").search(h3.log_since(marks[2])), f"h3 restarted after the restore: {h3.log_tail(3)}"
+    for srv, m in zip(rados.heads, marks):
+        srv.wait_log("NFS Server Now NOT IN GRACE", m, 30)
+    rc, out = rados.verify(3)
+    assert rc == 0, f"h3 after its restart: verify --local: {out}"
+    for n in (1, 2, 3):
+        rados.cluster.start_clients(rados.bench, "shared", n)
+    rados.serves(h1="dontcache", h2="dontcache", h3="dontcache")
+    rados.no_client_errors("the broken object, its restore and h3's restarts")
+
+
 def test_every_file_reads_back_through_another_head(rados):
     for c in rados.cluster.clients:
         c.stop()
