@@ -67,7 +67,7 @@ class Rounds:
             seed, file = self._seed0 + rnd, f"{self.name}-{slot}"
             argv = [self.bench, f"url={url}", f"nfs_version={self.version}", "rw=write", f"size={SIZES[slot]}",
                     f"bs={BLOCKS[slot]}", "verify=1", f"seed={seed}", f"filename={file}", "--json", out]
-            ok, text = self._run(argv)
+            ok, text, rc = self._run(argv)
             if ok:
                 self.manifest[file] = (SIZES[slot], seed)
                 self.verified += 1
@@ -82,8 +82,9 @@ class Rounds:
                     self._stop.wait(0.2)
                 elif not self._stop.is_set():
                     self.errors += 1
+                    how = f"killed by signal {-rc}" if rc < 0 else f"exit {rc}"
                     self.error_text.append(f"{time.strftime('%T')} {self.name} round {rnd} (seed {seed}, "
-                                           f"file {file}.0): {text.strip()}")
+                                           f"file {file}.0): dcache-bench {how}: {text.strip()}")
             rnd += 1
 
     def _run(self, argv):
@@ -97,7 +98,7 @@ class Rounds:
                 _, err = proc.communicate()
                 err = "dcache-bench did not finish within 120 s\n" + err
             self._proc = None
-            return proc.returncode == 0, err
+            return proc.returncode == 0, err, proc.returncode
 
     def wait_rounds(self, more, timeout=60):
         """Until more rounds than now are verified; False if not within

@@ -26,11 +26,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from . import releases
 from .procs import wait_for
-from .server import Server, make_image, mount_image
+from .server import TOOLS, Server, make_image, mount_image
 
 SUBNET = "192.0.2."
 
@@ -189,3 +190,36 @@ class Heads:
     def link(self, n, state):
         """hN's cable: its port on the heads' bridge up or down."""
         self.network.set_port(self[n].ns.net, state)
+
+    # --------------------------------------------------------- restarts --
+    def serve_restarts(self):
+        """Lets a command run in a head's namespaces restart that head's
+        ganesha.nfsd, as `systemctl restart nfs-ganesha` would on a real
+        head: restart_argv(n) (python3 -m dcache_testbed.restart STATE)
+        asks, a thread of the test stops the head's ganesha.nfsd (SIGTERM),
+        starts it again on its configuration and answers. Until the heads
+        stop; restarts[n] counts each head's."""
+        stop = threading.Event()
+        self.restarts = {n: 0 for n in range(1, len(self.heads) + 1)}
+
+        def serve():
+            while not stop.is_set():
+                for n, srv in enumerate(self.heads, 1):
+                    request = os.path.join(srv.state, "restart.request")
+                    if os.path.exists(request):
+                        os.unlink(request)
+                        status = srv.stop_ganesha()
+                        srv.start_ganesha(wait=False)
+                        self.restarts[n] += 1
+                        with open(os.path.join(srv.state, "restart.done"), "w", encoding="utf-8") as f:
+                            f.write(f"{srv.name}: ganesha.nfsd stopped (status {status}) and started again\n")
+                # a service's poll for requests, not a test waiting for a state
+                stop.wait(0.1)
+        thread = threading.Thread(target=serve, name="head restarts", daemon=True)
+        thread.start()
+        self.stack.callback(thread.join)
+        self.stack.callback(stop.set)
+
+    def restart_argv(self, n):
+        """The command that restarts hN's ganesha.nfsd (serve_restarts)."""
+        return ["env", f"PYTHONPATH={TOOLS}", sys.executable, "-m", "dcache_testbed.restart", self[n].state]
