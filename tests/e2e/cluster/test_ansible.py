@@ -20,8 +20,21 @@ clients writing and reading through every head all the time:
     writes the valid change, UpdateExport is refused, the previous file
     comes back byte for byte and is reloaded, the play stops, h1 keeps
     dontcache, h2 and h3 are not contacted;
+  - IO_Queue_Depth = 0 hand-written into h2's file and never reloaded, the
+    roll asking for what every head runs: h1 changed=0, h2 stops the roll
+    with dcache-check's line and the allowed values, nothing changed;
+  - a duplicate key in a YAML vars file: the role's ansible.cfg stops the
+    run before any head is contacted;
+  - h3 refusing on reload (fsid_type) after h1 and h2 took the change: with
+    dcache_restore_on_failure, h1 and h2 are put back byte for byte and
+    reloaded; without it, they keep the new settings and the play says so;
+  - IO_Queue_Depth is refused without dcache_restart; with it, each head
+    is restarted in turn (the testbed's stand-in for systemctl restart),
+    its grace period and its clients waited for before the next, and
+    starts with the new value;
   - at the end every file written through one head reads back intact
-    through another; no client error all along.
+    through another; no client error all along but the rounds the
+    restarts cut.
 
 The tests run in this order, each on the state the previous ones left.
 DCACHE_GANESHA=6.5: the heads and dcache-check are 6.5's.
@@ -46,6 +59,9 @@ ANSIBLE = os.path.join(TOP, "deploy", "ansible")
 NOTE = "# an operator note on /shared: kept as it is"
 SHARED = replace(dcache(2, "shared", IO_Cache_Read="direct", IO_Cache_Write="direct"), export_text=NOTE)
 OTHER = dcache(3, "other", IO_Cache_Read="direct", IO_Cache_Write="direct")
+# a grace period, short, that a restart must wait out (NFSv4 clients
+# reclaim), as a head in production has
+GRACE = ("Graceless = false;", "Grace_Period = 5;", "Lease_Lifetime = 5;")
 # Ganesha's line for each DBus UpdateExport ("Adding export from file: ..."
 # on 4.3, "Updating ..." from 6.5 on)
 UPDATE_ASKED = re.compile(r"(Adding|Updating) export from file: ")
@@ -75,12 +91,15 @@ class Roll:
 
     def __init__(self, cluster, bench, check, work):
         self.cluster, self.heads, self.bench, self.work = cluster, cluster.heads, bench, work
+        self.restart_errors = 0     # client rounds a head's restart cut
         self.inventory = os.path.join(work, "inventory.yml")
         hosts = {}
-        for srv in self.heads:
+        for n, srv in enumerate(self.heads, 1):
             hosts[srv.name] = {"ansible_nsenter_pid": srv.ns.holder.pid, "dcache_ganesha_conf": srv.conf_path,
                                "dcache_ganesha_log": srv.log_path, "dcache_dbus_address": srv.bus,
-                               "dcache_check": " ".join(check(srv))}
+                               "dcache_check": " ".join(check(srv)),
+                               # a stand-in for systemctl restart (the testbed restarts the head)
+                               "dcache_restart_command": self.heads.restart_argv(n)}
         # The inventory an operator writes (JSON is YAML), but each head
         # reached through nsenter into its namespaces, and its files where
         # the testbed keeps them; the module is the build's, in the heads'
@@ -91,22 +110,22 @@ class Roll:
                 "ansible_python_interpreter": "/usr/bin/python3",
                 "dcache_install_package": False,
                 "dcache_stats": os.path.join(TOP, "tools", "dcache-stats")}}}, f, indent=1)
-        # Ansible's own files in the work dir, no ansible.cfg but this one
+        # The role's own ansible.cfg, and Ansible's files in the work dir
         home = os.path.join(work, "ansible")
         os.makedirs(os.path.join(home, "local"))
         os.makedirs(os.path.join(home, "remote"))
-        self.cfg = os.path.join(home, "ansible.cfg")
-        with open(self.cfg, "w", encoding="utf-8") as f:
-            f.write(f"[defaults]\nhome = {home}\nlocal_tmp = {home}/local\nremote_tmp = {home}/remote\n"
-                    "nocolor = true\nretry_files_enabled = false\n")
+        self.env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ANSIBLE, "ansible.cfg"), ANSIBLE_HOME=home,
+                        ANSIBLE_LOCAL_TEMP=f"{home}/local", ANSIBLE_REMOTE_TEMP=f"{home}/remote", ANSIBLE_NOCOLOR="1",
+                        ANSIBLE_RETRY_FILES_ENABLED="0")
 
-    def play(self, read, write):
-        """ansible-playbook of the example playbook setting export 2's modes."""
-        modes = {"IO_Cache_Read": read, "IO_Cache_Write": write}
-        settings = {"dcache_exports": [{"export_id": 2, "settings": modes}]}
+    def play(self, read=None, write=None, settings=None, args=(), **extra):
+        """ansible-playbook of the example playbook setting export 2's
+        modes (or settings), with extra variables and arguments."""
+        settings = dict(settings or {"IO_Cache_Read": read, "IO_Cache_Write": write})
+        extra["dcache_exports"] = [{"export_id": 2, "settings": settings}]
         res = subprocess.run(["ansible-playbook", "-i", self.inventory, os.path.join(ANSIBLE, "dcache-settings.yml"),
-                              "-e", json.dumps(settings)], cwd=self.work, capture_output=True, text=True,
-                             env=dict(os.environ, ANSIBLE_CONFIG=self.cfg), check=False)
+                              "-e", json.dumps(extra), *args], cwd=self.work, capture_output=True, text=True,
+                             env=self.env, check=False)
         out = res.stdout + res.stderr
         print("\n".join("  play| " + s for s in out.splitlines() if s.strip()))
         return Result(res.returncode, out)
@@ -140,8 +159,11 @@ def backups(srv):
 @pytest.fixture(scope="module")
 def roll(make_heads, build, dcache_check, tmp_path_factory):
     need("ansible-playbook")
-    cluster = make_heads(3, exports=[SHARED, OTHER], wait_pseudo="/shared", log_level="EVENT",
+    cluster = make_heads(3, exports=[SHARED, OTHER], wait_pseudo="/shared", log_level="EVENT", nfsv4_lines=GRACE,
                          conf_extra="# ---- exports: an operator's notes and layout stay as they are ----")
+    cluster.heads.serve_restarts()
+    for srv in cluster.heads:
+        srv.wait_log("NFS Server Now NOT IN GRACE", timeout=30)
     return Roll(cluster, build.bin("dcache-bench"), dcache_check, str(tmp_path_factory.mktemp("ansible")))
 
 
@@ -260,10 +282,150 @@ def test_a_value_the_head_refuses_on_reload_puts_the_previous_file_back(roll, dc
         f.write(text)
 
 
+def hand_edit(srv, old, new):
+    """srv's file with old replaced by new (as an operator's editor would
+    leave it); returns the text it had."""
+    text = open(srv.conf_path, encoding="utf-8").read()
+    assert old in text, f"{srv.name}'s file has no {old!r}"
+    with open(srv.conf_path, "w", encoding="utf-8") as f:
+        f.write(text.replace(old, new, 1))
+    return text
+
+
+def conf(srv):
+    return open(srv.conf_path, encoding="utf-8").read()
+
+
+DCACHE_2 = "    Name = DCACHE;\n    IO_Cache_Read = "
+VFS_2 = "    FSAL { Name = VFS; }\n  }\n}\nEXPORT {\n  Export_Id = 3;"
+VFS_2_FSID = "    FSAL { Name = VFS; fsid_type = Device; }\n  }\n}\nEXPORT {\n  Export_Id = 3;"
+
+
+def test_a_bad_value_hand_written_on_an_unchanged_head_stops_the_roll(roll):
+    # IO_Queue_Depth = 0 written by hand in h2's file and never reloaded: the
+    # roll changes nothing on h2, yet its next restart would refuse export 2
+    h2 = roll.heads[2]
+    text = hand_edit(h2, DCACHE_2, "    Name = DCACHE;\n    IO_Queue_Depth = 0;\n    IO_Cache_Read = ")
+    edited, sums, marks = conf(h2), roll.sums(), roll.marks()
+    res = roll.play("dontcache", "dontcache")
+    assert res.rc == 2, f"a bad value on an unchanged head: exit {res.rc}, not 2"
+    assert re.search(r"changed=0 +unreachable=0 +failed=0", res.recap(1)), f"h1: {res.recap(1)}"
+    assert re.search(rf"h2: {re.escape(h2.conf_path)} \(as it is, before the roll\): dcache-check refuses the file "
+                     r'\(exit 1\): .*DCACHE: export 2 \(.*\): IO_Queue_Depth = \\?"0\\?" is not valid; '
+                     r"allowed: an integer from 1 to 4096", res.out), \
+        "the play does not stop at h2 with dcache-check's line and the allowed values"
+    assert "not changed; the roll stops here" in res.out, "the play does not say h2's file is not changed"
+    assert conf(h2) == edited and roll.sums() == sums, "a file changed"
+    assert not any(reloaded(t) for t in roll.since(marks)), "a head was reloaded"
+    assert not res.touched(3), "the play went on to h3"
+    with open(h2.conf_path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def test_a_duplicate_yaml_key_stops_the_run_before_any_head(roll):
+    # the settings in a vars file, IO_Cache_Read given twice: Ansible's
+    # default takes the last with a warning, the role's ansible.cfg refuses
+    varsfile = os.path.join(roll.work, "settings.yml")
+    with open(varsfile, "w", encoding="utf-8") as f:
+        f.write("dcache_exports:\n  - export_id: 2\n    settings:\n      IO_Cache_Read: direct\n"
+                "      IO_Cache_Write: dontcache\n      IO_Cache_Read: dontcache\n")
+    sums, marks = roll.sums(), roll.marks()
+    res = subprocess.run(["ansible-playbook", "-i", roll.inventory, os.path.join(ANSIBLE, "dcache-settings.yml"),
+                          "-e", f"@{varsfile}"], cwd=roll.work, capture_output=True, text=True, env=roll.env,
+                         check=False)
+    out = res.stdout + res.stderr
+    print("\n".join("  play| " + s for s in out.splitlines() if s.strip()))
+    assert res.returncode != 0 and re.search(r"duplicate.*IO_Cache_Read", out, re.I | re.S), \
+        f"a duplicate key in a vars file: exit {res.returncode}, no duplicate key error"
+    assert not any(Result(res.returncode, out).touched(n) for n in (1, 2, 3)), "a head was contacted"
+    assert roll.sums() == sums and not any(reloaded(t) for t in roll.since(marks)), "a head was changed"
+
+
+def refusing_h3(roll):
+    """h3's file given an unreloaded fsid_type (VFS refuses the update)."""
+    return hand_edit(roll.heads[3], VFS_2, VFS_2_FSID)
+
+
+def test_a_later_head_refusing_with_restore_puts_every_head_back(roll):
+    text3 = refusing_h3(roll)
+    before, marks = [conf(srv) for srv in roll.heads], roll.marks()
+    res = roll.play("direct", "direct", dcache_restore_on_failure=True)
+    assert res.rc == 2, f"h3 refuses: exit {res.rc}, not 2"
+    since = roll.since(marks)
+    for n in (1, 2):
+        srv = roll.heads[n]
+        assert re.search(r"updated: IO_Cache_Read = direct, IO_Cache_Write = direct,.*"
+                         r"updated: IO_Cache_Read = dontcache, IO_Cache_Write = dontcache,", since[n - 1], re.S), \
+            f"h{n} was not rolled and then put back"
+        assert conf(srv) == before[n - 1], f"h{n}'s file is not back byte for byte"
+        assert not backups(srv), f"h{n}: a backup file was left"
+    assert conf(roll.heads[3]) == before[2] and not backups(roll.heads[3]), "h3's file is not back"
+    assert "the heads rolled before, h1, h2, are back on their previous files: h1: runs its previous file; " \
+           "h2: runs its previous file" in " ".join(res.out.split()), "the play does not say h1 and h2 are back"
+    with open(roll.heads[3].conf_path, "w", encoding="utf-8") as f:
+        f.write(text3)
+    assert not clientlib.wait_all(roll.cluster.clients, 1), "clients stalled"
+    assert roll.cluster.errors() == 0, f"client errors:\n{roll.cluster.error_text()}"
+
+
+def test_a_later_head_refusing_leaves_the_heads_before_it_rolled(roll):
+    text3 = refusing_h3(roll)
+    before, marks = [conf(srv) for srv in roll.heads], roll.marks()
+    res = roll.play("direct", "direct")
+    assert res.rc == 2, f"h3 refuses: exit {res.rc}, not 2"
+    since = roll.since(marks)
+    for n in (1, 2):
+        assert re.search(r"DCACHE: export 2 \(.*\) updated: IO_Cache_Read = direct, IO_Cache_Write = direct,",
+                         since[n - 1]), f"h{n} was not rolled"
+        assert "IO_Cache_Read = direct;" in conf(roll.heads[n]), f"h{n}'s file not rolled"
+    assert "FSAL VFS refused the update" in since[2] and conf(roll.heads[3]) == before[2], \
+        "h3 did not refuse, or its file is not back"
+    assert "the heads rolled before, h1, h2, keep the new settings: the heads now run different settings " \
+           "(dcache_restore_on_failure: true puts them back)" in " ".join(res.out.split()), \
+        "the play does not say that h1 and h2 keep the new settings"
+    with open(roll.heads[3].conf_path, "w", encoding="utf-8") as f:
+        f.write(text3)
+
+
+def test_a_restart_only_setting_is_rolled_by_restarting_each_head_in_turn(roll):
+    marks, sums = roll.marks(), roll.sums()
+    res = roll.play(settings={"IO_Queue_Depth": 16})
+    assert res.rc == 2 and "IO_Queue_Depth apply only when ganesha.nfsd starts" in " ".join(res.out.split()) \
+        and "set dcache_restart: true" in " ".join(res.out.split()), \
+        f"IO_Queue_Depth without dcache_restart: exit {res.rc}, not refused naming dcache_restart"
+    assert roll.sums() == sums and not any(reloaded(t) for t in roll.since(marks)), "a head was changed"
+    errors0 = roll.cluster.errors()
+    texts0 = {c.name: len(c.error_text) for c in roll.cluster.clients}
+    res = roll.play(settings={"IO_Queue_Depth": 16}, dcache_restart=True)
+    assert res.rc == 0, f"IO_Queue_Depth = 16 with dcache_restart: exit {res.rc}"
+    since = roll.since(marks)
+    for n in (1, 2, 3):
+        assert roll.heads.restarts[n] == 1, f"h{n} restarted {roll.heads.restarts[n]} times, not once"
+        assert re.search(r"DCACHE: export 2 \(.*\) created over VFS: .*IO_Queue_Depth = 16", since[n - 1]), \
+            f"h{n} did not start with IO_Queue_Depth = 16"
+        assert "NFS Server Now NOT IN GRACE" in since[n - 1].split("created over VFS")[-1], \
+            f"h{n}'s grace period did not end after its restart"
+    restart = [res.lines_of(n) for n in (1, 2, 3)]
+    out = res.out.splitlines()
+    waited = [[i for i in restart[n - 1] if "Wait until it answers" in out[i - 2] or "Wait until it answers"
+               in out[i - 1]] for n in (1, 2, 3)]
+    assert all(waited), "no head waited for after its restart"
+    assert restart[0][-1] < restart[1][0] and restart[1][-1] < restart[2][0], "heads not restarted one at a time"
+    assert not clientlib.wait_all(roll.cluster.clients, 1), "clients stalled after the restarts"
+    # a round in flight when its head stops fails (its file's content is no
+    # longer taken as known); none may read back other data than written
+    failed = [t for c in roll.cluster.clients for t in c.error_text[texts0[c.name]:]]
+    roll.restart_errors = roll.cluster.errors() - errors0
+    assert not [t for t in failed if "expected 0x" in t], f"data read back wrong during the restarts: {failed}"
+    mounts, graces = (sum(c.unreachable for c in roll.cluster.clients), sum(c.grace for c in roll.cluster.clients))
+    print(f"client rounds cut by the restarts: {roll.restart_errors} {failed}; MOUNTs refused: {mounts}; "
+          f"rounds in grace: {graces}")
+
+
 def test_every_file_reads_back_through_another_head(roll):
     for c in roll.cluster.clients:
         c.stop()
-    assert roll.cluster.errors() == 0, f"client errors:\n{roll.cluster.error_text()}"
+    assert roll.cluster.errors() == roll.restart_errors, f"client errors:\n{roll.cluster.error_text()}"
     files, bad = 0, []
     for c in roll.cluster.clients:
         assert c.verified > 0, f"client {c.name} verified nothing"
