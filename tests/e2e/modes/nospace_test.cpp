@@ -16,7 +16,7 @@
 //     which its last WRITE fills; a direct mode leaves none, so what fits
 //     of its last WRITE is found piece by piece (fallback.h,
 //     smaller_piece), and the two may end a few hundred KiB apart
-//     (docs/configuration.md, "A full filesystem").
+//     (docs/configuration.md, "Out of space").
 // Every byte acknowledged is then read back from the backing file.
 //
 // Run under with_server.sh --exports modes_exports.conf.
