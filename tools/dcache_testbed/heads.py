@@ -165,7 +165,9 @@ class Heads:
         args.update(self.head_args(n))
         if self.network is not None:
             args["on_namespace"] = lambda srv, n=n: self.network.attach(srv.ns.net, head_ip(n))
-        srv = Server(shared_fs=(self.mnt, self.loopdev), **args)
+        # a release's root sees the shared filesystem also when no export
+        # names it (exports kept in RADOS)
+        srv = Server(shared_fs=(self.mnt, self.loopdev), root_binds=[self.mnt], **args)
         srv.name = f"h{n}"
         self.heads.append(srv)
         self.stack.callback(self._stop_head, srv)

@@ -228,12 +228,14 @@ class Server:
                  of its own: several servers on one filesystem (heads.py)
     on_namespace called with the server once its namespaces exist, before
                  rpcbind and ganesha.nfsd start in them (a network to join)
+    root_binds   more directories a release's root sees at the same path
+                 (what exports= does not name: exports kept in RADOS)
     """
 
     def __init__(self, release=None, exports=None, conf_extra="", fs="xfs", image_size="2G", image=None,
                  extra_fs=None, backend=None, plugin=None, stock=False, mount_at=None, core_lines=(),
                  ganesha_env=None, log_level="DEBUG", timeout=30, wait_pseudo="/vfs", keep=False,
-                 nfsv4_lines=None, shared_fs=None, on_namespace=None):
+                 nfsv4_lines=None, shared_fs=None, on_namespace=None, root_binds=()):
         self.release = release or releases.select()
         self.exports = list(exportlib.default_exports() if exports is None else exports)
         self.conf_extra, self.fs, self.image_size, self.image = conf_extra, fs, image_size, image
@@ -242,6 +244,7 @@ class Server:
         self.ganesha_env = dict(ganesha_env or {})
         self.wait_pseudo, self.keep = wait_pseudo, keep
         self.nfsv4_lines, self.shared_fs, self.on_namespace = nfsv4_lines, shared_fs, on_namespace
+        self.root_binds = list(root_binds)
         self.plugin = plugin or (os.environ.get("DCACHE_PLUGIN") if not self.release.root else None) \
             or self.release.plugin
         self.stack = contextlib.ExitStack()
@@ -374,7 +377,7 @@ class Server:
         an export to its filesystem by mount point)."""
         if not self.release.root:
             return []
-        binds = set()
+        binds = set(self.root_binds)
         for e in self.exports:
             p = e.host_path(self.mnt)
             if p.startswith(self.state + "/") or (self.mount_at and p.startswith(self.mount_at)):
