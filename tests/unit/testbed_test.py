@@ -111,3 +111,19 @@ def test_variants_are_the_whole_matrix_with_distinct_bracketed_ids():
     assert matrix.Variant().server_args() == {"fs": "xfs", "backend": None, "ganesha_env": {}}
     assert matrix.Variant("btrfs", "sync", False).server_args() == {
         "fs": "btrfs", "backend": "sync", "ganesha_env": {"DCACHE_TEST_NO_RWF_DONTCACHE": "1"}}
+
+
+def test_a_server_with_a_grace_period_has_its_nfsv4_lines_instead_of_graceless():
+    from dcache_testbed import server  # pylint: disable=import-outside-toplevel
+    r = releases.host_release()
+    assert "  Graceless = true;\n" in server.core_conf(r, "/s", "/s/log", "/p")
+    text = server.core_conf(r, "/s", "/s/log", "/p", nfsv4_lines=("Graceless = false;", "Grace_Period = 5;"))
+    assert "Graceless = true" not in text and "NFSV4 {\n  Graceless = false;\n  Grace_Period = 5;\n" in text
+
+
+def test_heads_and_ceph_addresses_are_on_the_test_network():
+    from dcache_testbed import ceph, heads  # pylint: disable=import-outside-toplevel
+    assert [heads.head_ip(n) for n in (1, 3)] == ["192.0.2.11", "192.0.2.13"]
+    conf = ceph.ceph_conf("/d", "f-s-i-d", "192.0.2.2")
+    assert "mon host = [v2:192.0.2.2:3300,v1:192.0.2.2:6789]\n" in conf and "public network = 192.0.2.0/24\n" in conf
+    assert "keyring = /d/$cluster.$name.keyring" in conf and "osd objectstore = memstore" in conf

@@ -5,6 +5,9 @@ benchmark: the one library that starts and stops them.
   exports    the EXPORT blocks (the one place that writes them)
   server     a server on a loop filesystem in namespaces of its own
   heads      several servers on one filesystem and one network (clusters)
+  clients    NFS clients rewriting and verifying files beside a test
+  ceph       one ceph-mon and one ceph-osd on the heads' network
+  ctdb       a ctdbd in each head's namespaces
   stats      the plugin's counters, read through tools/dcache-stats
   nfs        clients: libnfs's nfs-cp, nfs-cat, nfs-ls in a server's network
   inroot     a command chrooted in a release's root (Release.chroot_argv)

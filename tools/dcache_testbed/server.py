@@ -99,9 +99,12 @@ def private_dbus_conf(socket):
 """
 
 
-def core_conf(release, state, log, plugins, lines=(), log_level="DEBUG"):
-    """NFS_CORE_PARAM, NFSV4, NFS_KRB5 and LOG blocks for a test server."""
+def core_conf(release, state, log, plugins, lines=(), log_level="DEBUG", nfsv4_lines=None):
+    """NFS_CORE_PARAM, NFSV4, NFS_KRB5 and LOG blocks for a test server;
+    nfsv4_lines: NFSV4 lines in place of `Graceless = true;` (a server with
+    a grace period: Graceless = false, Grace_Period, RecoveryBackend, ...)."""
     extra = "".join(f"\n  {line}" for line in list(release.core_param) + list(lines))
+    grace = "\n  ".join(["Graceless = true;"] if nfsv4_lines is None else list(nfsv4_lines))
     plugins_line = (f'Plugins_Dir = "{plugins}";' if plugins
                     else f"# Plugins_Dir: Ganesha's default, {releases.FSAL_DIR}")
     return f"""# No Bind_addr in a namespace: Ganesha resolves it with AI_ADDRCONFIG, which
@@ -117,7 +120,7 @@ NFS_CORE_PARAM {{
   Enable_RQUOTA = false;
 }}
 NFSV4 {{
-  Graceless = true;
+  {grace}
   RecoveryRoot = "{state}/recov";
   minor_versions = 0, 1;
   # owners as "0", not "root@domain": libnfs maps only numeric owners and
@@ -219,11 +222,20 @@ class Server:
     ganesha_env  more environment for ganesha.nfsd (DCACHE_TEST_NO_RWF_DONTCACHE=1:
                  the plugin takes RWF_DONTCACHE as refused, as before 6.14)
     wait_pseudo  the export whose listing means "serving" (None: any)
+    nfsv4_lines  NFSV4 lines in place of `Graceless = true;` (core_conf)
+    shared_fs    (mnt, loopdev): a filesystem already mounted (by the
+                 caller, who unmounts it) to serve from instead of an image
+                 of its own: several servers on one filesystem (heads.py)
+    on_namespace called with the server once its namespaces exist, before
+                 rpcbind and ganesha.nfsd start in them (a network to join)
+    root_binds   more directories a release's root sees at the same path
+                 (what exports= does not name: exports kept in RADOS)
     """
 
     def __init__(self, release=None, exports=None, conf_extra="", fs="xfs", image_size="2G", image=None,
                  extra_fs=None, backend=None, plugin=None, stock=False, mount_at=None, core_lines=(),
-                 ganesha_env=None, log_level="DEBUG", timeout=30, wait_pseudo="/vfs", keep=False):
+                 ganesha_env=None, log_level="DEBUG", timeout=30, wait_pseudo="/vfs", keep=False,
+                 nfsv4_lines=None, shared_fs=None, on_namespace=None, root_binds=()):
         self.release = release or releases.select()
         self.exports = list(exportlib.default_exports() if exports is None else exports)
         self.conf_extra, self.fs, self.image_size, self.image = conf_extra, fs, image_size, image
@@ -231,6 +243,8 @@ class Server:
         self.core_lines, self.log_level, self.timeout = list(core_lines), log_level, timeout
         self.ganesha_env = dict(ganesha_env or {})
         self.wait_pseudo, self.keep = wait_pseudo, keep
+        self.nfsv4_lines, self.shared_fs, self.on_namespace = nfsv4_lines, shared_fs, on_namespace
+        self.root_binds = list(root_binds)
         self.plugin = plugin or (os.environ.get("DCACHE_PLUGIN") if not self.release.root else None) \
             or self.release.plugin
         self.stack = contextlib.ExitStack()
@@ -270,7 +284,7 @@ class Server:
         exports = self.exports if exports is None else exports
         conf_extra = self.conf_extra if conf_extra is None else conf_extra
         text = core_conf(self.release, self.state, self.log_path, self.plugins_dir, self.core_lines,
-                         self.log_level)
+                         self.log_level, self.nfsv4_lines)
         text += conf_extra + ("\n" if conf_extra and not conf_extra.endswith("\n") else "")
         return text + "".join(e.block(self.mnt, self.backend) for e in exports)
 
@@ -312,9 +326,12 @@ class Server:
         self.stack.callback(self._remove_state)
         self.mnt = os.path.join(self.state, "mnt")
         os.makedirs(os.path.join(self.state, "recov"))
-        image = self.image or os.path.join(self.state, f"{self.fs}.img")
-        make_image(image, self.image_size, self.fs)
-        self.loopdev = mount_image(self.stack, image, self.mnt)
+        if self.shared_fs:
+            self.mnt, self.loopdev = self.shared_fs
+        else:
+            image = self.image or os.path.join(self.state, f"{self.fs}.img")
+            make_image(image, self.image_size, self.fs)
+            self.loopdev = mount_image(self.stack, image, self.mnt)
         loopdevs = [self.loopdev]
         if self.extra_fs:
             name, size = self.extra_fs
@@ -328,6 +345,8 @@ class Server:
         net = f"dcache-e2e-{os.getpid()}-{os.path.basename(self.state).split('.')[-1]}"
         self.ns = Namespace(self.stack, self.state, net, r, loopdevs, self._root_binds(),
                             (self.mount_at, self.mnt) if self.mount_at else None)
+        if self.on_namespace:
+            self.on_namespace(self)
         self._daemons()
         self.start_ganesha()
 
@@ -358,7 +377,7 @@ class Server:
         an export to its filesystem by mount point)."""
         if not self.release.root:
             return []
-        binds = set()
+        binds = set(self.root_binds)
         for e in self.exports:
             p = e.host_path(self.mnt)
             if p.startswith(self.state + "/") or (self.mount_at and p.startswith(self.mount_at)):
