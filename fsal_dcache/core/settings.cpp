@@ -277,9 +277,10 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.io_cache_write = DCACHE_MODE_BUFFERED;
 	s.direct_misaligned_num_pages = 2;
 	s.direct_misaligned_dontcache = true;
-	// Measured (docs/benchmarks.md): most WRITE payloads arrive misaligned
-	// in memory; giving up on them left 15-58 MiB cached where the copy
-	// left none, at ~20 % more server CPU.  Direct should be direct.
+	// Measured (docs/results/2026-11-30-baseline.md, "Choosing
+	// Direct_Misaligned_Memory"): most WRITE payloads arrive misaligned in
+	// memory; giving up on them left 15-20 MiB cached where the copy left
+	// none, at ~20 % more server CPU.  Direct should be direct.
 	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BOUNCE;
 	s.boundary_tracking = true;
 	s.boundary_max_pages = 4096; // 16 MiB of page cache per export

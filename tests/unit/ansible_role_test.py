@@ -1,7 +1,9 @@
 """Unit tests of the Python in deploy/ansible/roles/dcache: the module that
-edits a DCACHE block (library/dcache_settings.py) and the filters that read
-the plugin's log lines (filter_plugins/dcache.py); and that the role's
-tables agree with the repository's (ci/release.sh, the man page).
+edits a DCACHE block (library/dcache_settings.py), the module that checks a
+head's whole file against what it serves (library/dcache_head.py) and the
+filters that read the plugin's log lines (filter_plugins/dcache.py); and
+that the role's tables agree with the repository's (the man page, the
+core's restart-only settings) and its ansible.cfg refuses duplicate keys.
 
   python3 -m unittest ansible_role_test      (from tests/unit; ctest -L unit)
 """
@@ -28,6 +30,7 @@ def load(name, path):
 
 
 settings = load("dcache_settings", os.path.join(ROLE, "library", "dcache_settings.py"))
+head = load("dcache_head", os.path.join(ROLE, "library", "dcache_head.py"))
 filters = load("dcache_filters", os.path.join(ROLE, "filter_plugins", "dcache.py"))
 
 CONF = """\
@@ -44,8 +47,8 @@ EXPORT {
 }
 EXPORT
 {
-	Export_Id = "3"; Path = /srv/c; Pseudo = /c;
-	FSAL { name = "dcache"; IO_Cache_Read = buffered; FSAL { Name = VFS; } }
+\tExport_Id = "3"; Path = /srv/c; Pseudo = /c;
+\tFSAL { name = "dcache"; IO_Cache_Read = buffered; FSAL { Name = VFS; } }
 }
 EXPORT { Export_Id = 4; Path = /srv/d; Pseudo = /d; FSAL { Name = VFS; } }
 """
@@ -90,6 +93,11 @@ class EditTest(unittest.TestCase):
         self.assertIn("IO_Cache_Read = dontcache; FSAL", new)
         self.assertEqual(changed, {3: ["IO_Cache_Read"], 2: ["IO_Cache_Read"]})
 
+    def test_a_signed_value_is_written_for_dcache_check_to_judge(self):
+        new, changed = edit(CONF, 2, Direct_Misaligned_Num_Pages=-1, IO_Queue_Depth="+64")
+        self.assertIn("    Direct_Misaligned_Num_Pages = -1;\n    IO_Queue_Depth = +64;   # the stack\n", new)
+        self.assertEqual(changed, {2: ["Direct_Misaligned_Num_Pages", "IO_Queue_Depth"]})
+
     def test_empty_value_gets_one(self):
         new, _ = edit("EXPORT { Export_Id = 1; FSAL { Name = DCACHE; IO_Cache_Read = ; } }",
                       1, IO_Cache_Read="direct")
@@ -130,8 +138,8 @@ class CoreTest(unittest.TestCase):
 
     def test_one_line_block_gets_them_after_its_last_setting(self):
         new, changed = settings.edit(CONF, [], self.METRICS)
-        self.assertEqual(new, CONF.replace("Enable_FSAL_Stats = true; }",
-                                           "Enable_FSAL_Stats = true; Enable_Metrics = true; Monitoring_Port = 9587; }"))
+        added = "Enable_FSAL_Stats = true; Enable_Metrics = true; Monitoring_Port = 9587; }"
+        self.assertEqual(new, CONF.replace("Enable_FSAL_Stats = true; }", added))
         self.assertEqual(changed, {"core": ["Enable_Metrics", "Monitoring_Port"]})
         self.assertEqual(settings.edit(new, [], self.METRICS), (new, {"core": []}), "twice: no change")
 
@@ -231,11 +239,17 @@ class ModuleTest(unittest.TestCase):
         self.assertIn("EXPORT 4 has 0 FSAL { Name = DCACHE; } blocks", res["msg"])
 
 
-LOG = """\
-04/12/2026 10:00:00 : epoch 1 : h : ganesha.nfsd-7[main] log_settings :FSAL :EVENT :DCACHE: export 2 (/srv/a (x)) created over VFS: IO_Cache_Read = direct, IO_Cache_Write = direct, Boundary_Tracking = true, IO_Workers_Max = 0 (running: io_uring)
-04/12/2026 10:00:00 : epoch 1 : h : ganesha.nfsd-7[main] log_settings :FSAL :EVENT :DCACHE: export 12 (/srv/b) created over VFS: IO_Cache_Read = buffered, IO_Cache_Write = buffered, Boundary_Tracking = true, IO_Workers_Max = 0 (running: io_uring)
-04/12/2026 10:01:00 : epoch 1 : h : ganesha.nfsd-7[dbus] parse :CONFIG :CRIT :DCACHE: export 2 (/srv/a (x)): IO_Cache_Write = "fast" is not valid; allowed: ...; update refused, the export keeps its current settings
-"""
+LOG = (
+    "04/12/2026 10:00:00 : epoch 1 : h : ganesha.nfsd-7[main] log_settings :FSAL :EVENT :DCACHE: "
+    "export 2 (/srv/a (x)) created over VFS: IO_Cache_Read = direct, IO_Cache_Write = direct, "
+    "Boundary_Tracking = true, IO_Workers_Max = 0 (running: io_uring)\n"
+    "04/12/2026 10:00:00 : epoch 1 : h : ganesha.nfsd-7[main] log_settings :FSAL :EVENT :DCACHE: "
+    "export 12 (/srv/b) created over VFS: IO_Cache_Read = buffered, IO_Cache_Write = buffered, "
+    "Boundary_Tracking = true, IO_Workers_Max = 0 (running: io_uring)\n"
+    "04/12/2026 10:01:00 : epoch 1 : h : ganesha.nfsd-7[dbus] parse :CONFIG :CRIT :DCACHE: "
+    'export 2 (/srv/a (x)): IO_Cache_Write = "fast" is not valid; allowed: ...; '
+    "update refused, the export keeps its current settings\n"
+)
 UPDATED = ("05/12/2026 : ganesha.nfsd-7[dbus] log_settings :FSAL :EVENT :DCACHE: export 2 (/srv/a (x)) updated: "
            "IO_Cache_Read = dontcache, IO_Cache_Write = direct_file_sync, Boundary_Tracking = false, "
            "IO_Workers_Max = 4 (running: io_uring)\n")
@@ -290,47 +304,129 @@ class FilterTest(unittest.TestCase):
     def test_names(self):
         self.assertEqual(filters.dcache_unknown({"IO_Cache_Wrte": 1, "io_cache_read": 2}), ["IO_Cache_Wrte"])
         self.assertEqual(filters.dcache_restart_only({"io_backend": "sync", "IO_Cache_Read": 0}), ["io_backend"])
+        self.assertEqual(filters.dcache_needs_restart({"2": ["IO_Cache_Read", "io_queue_depth"], "3": []}),
+                         ["export 2: IO_Queue_Depth"])
+
+    def test_rolled_heads_are_those_before_this_one_that_were_rolled(self):
+        hostvars = {"h1": {"dcache_rolled": True}, "h2": {"dcache_rolled": False}, "h3": {"dcache_rolled": True},
+                    "h4": {}}
+        self.assertEqual(filters.dcache_rolled_heads(hostvars, ["h1", "h2", "h3", "h4"], "h3"), ["h1"])
+        self.assertEqual(filters.dcache_rolled_heads(hostvars, ["h1", "h2", "h3", "h4"], ""), ["h1", "h3"])
+
+
+SHOW = """method return time=1 sender=:1.0 -> destination=:1.2 serial=3 reply_serial=2
+   struct {
+      uint64 1
+      uint64 2
+   }
+   array [
+      struct {
+         uint16 2
+         string "/srv/a"
+         struct {
+            struct {
+               string "NFSv3"
+            }
+         }
+      }
+      struct {
+         uint16 0
+         string "/"
+      }
+   ]
+"""
+CLIENTS = SHOW.replace('uint16 2\n         string "/srv/a"', 'string "192.0.2.50"').replace(
+    'uint16 0\n         string "/"', 'string "::ffff:127.0.0.1"')
+WOULD = ("/etc/ganesha/ganesha.conf:7: DCACHE: export 2 (/srv/a (x)): would be served: IO_Cache_Read = direct, "
+         "IO_Cache_Write = direct, IO_Queue_Depth = 64\n"
+         "/etc/ganesha/ganesha.conf:15: DCACHE: export 12 (/srv/b): would be served: IO_Cache_Read = buffered\n"
+         "dcache-check: 2 DCACHE exports, 0 refused\n")
+RUNNING = ("x :EVENT :DCACHE: export 2 (/srv/a (x)) created over VFS: IO_Cache_Read = direct, IO_Cache_Write = direct, "
+           "IO_Queue_Depth = 64 (running: io_uring)\n"
+           "x :EVENT :DCACHE: export 12 (/srv/b) created over VFS: IO_Cache_Read = buffered (running: io_uring)\n")
+
+
+class HeadTest(unittest.TestCase):
+    """library/dcache_head.py: what a head's whole file and its state say."""
+
+    def problems(self, log=RUNNING, served=(0, 2, 12), stats=None, rc=0, out=WOULD, err="", pending=()):
+        stats = {"2": {}, "12": {}} if stats is None else stats
+        return head.problems(rc, out, err, set(served), stats, log, pending)
+
+    def test_replies_and_lines(self):
+        self.assertEqual(head.show_exports_ids(SHOW), {0, 2})
+        self.assertEqual(head.show_clients(CLIENTS), ["192.0.2.50", "::ffff:127.0.0.1"])
+        self.assertEqual(head.in_grace("method return\n   boolean true\n   boolean true\n"), True)
+        self.assertEqual(head.in_grace("Error org.freedesktop.DBus.Error.ServiceUnknown"), None)
+        self.assertEqual(head.would_serve(WOULD)[2], ("/srv/a (x)", "IO_Cache_Read = direct, IO_Cache_Write = direct, "
+                                                                    "IO_Queue_Depth = 64"))
+        events = head.last_events(RUNNING + LOG.splitlines()[2] + "\n")
+        self.assertEqual(events[12], ("IO_Cache_Read = buffered", None))
+        self.assertEqual(events[2][0], "IO_Cache_Read = direct, IO_Cache_Write = direct, IO_Queue_Depth = 64")
+        self.assertTrue(events[2][1].startswith('DCACHE: export 2 (/srv/a (x)): IO_Cache_Write = "fast" is not valid'))
+
+    def test_a_head_that_runs_its_file_has_no_problem(self):
+        self.assertEqual(self.problems(), [])
+
+    def test_the_file_dcache_check_refuses(self):
+        err = ('/etc/ganesha/ganesha.conf:7: DCACHE: export 2 (/srv/a): IO_Queue_Depth = 0 is not valid; allowed: 1 to '
+               "4096; export refused\n")
+        self.assertEqual(self.problems(rc=1, out="", err=err),
+                         ["dcache-check refuses the file (exit 1): " + err.strip()])
+
+    def test_an_export_not_served_with_the_cause_from_the_log(self):
+        refused = ('x :CONFIG :CRIT :DCACHE: export 12 (/srv/b): IO_Queue_Depth = 0 is not valid; allowed: 1 to 4096; '
+                   "export refused\n")
+        found = self.problems(log=RUNNING + refused, served=(0, 2))
+        self.assertEqual(found, ["export 12 (/srv/b) is not served (ganesha.nfsd serves 0, 2); the head's last line "
+                                 "about it: " + refused[refused.index("DCACHE"):].strip()])
+        found = self.problems(stats={"2": {}})
+        self.assertEqual(found, ["dcache-stats lists no DCACHE counters for export 12 (/srv/b): the head does not "
+                                 "serve it through DCACHE"])
+        self.assertEqual(self.problems(stats="FSAL stat counting disabled"),
+                         ["dcache-stats fails: FSAL stat counting disabled"])
+
+    def test_a_file_changed_and_not_reloaded(self):
+        edited = WOULD.replace("IO_Queue_Depth = 64", "IO_Queue_Depth = 128")
+        found = self.problems(out=edited)
+        self.assertEqual(len(found), 1)
+        self.assertRegex(found[0], r"^export 2 \(/srv/a \(x\)\) runs .*IO_Queue_Depth = 64; the file gives it "
+                                   r".*IO_Queue_Depth = 128: the file was changed and not reloaded")
+        self.assertEqual(self.problems(out=edited, pending=(2,)), [], "an export about to be rolled differs")
+
+    def test_a_refused_update_after_which_the_export_runs_its_file(self):
+        refused = "x :CONFIG :CRIT :DCACHE: export 2 (/srv/a (x)): FSAL VFS refused the update; update refused\n"
+        self.assertEqual(self.problems(log=RUNNING + refused), [], "an old refusal counts though the head runs it")
+        found = self.problems(log=RUNNING + refused, out=WOULD.replace("= 64", "= 128"))
+        why = refused[refused.index("DCACHE"):].strip()
+        self.assertTrue(found and found[0].endswith("the head's last line about it: " + why), found)
 
 
 class TablesTest(unittest.TestCase):
+    def test_restart_only_settings_are_the_cores(self):
+        # the core's export_update: what a live update does not bring into
+        # force, named in the line it logs about them
+        with open(os.path.join(TOP, "fsal_dcache", "core", "export_state.cpp"), encoding="utf-8") as f:
+            text = f.read()
+        message = re.search(r'"dcache %s: ([^"]*) take effect at the next restart', text)
+        self.assertIsNotNone(message, "export_state.cpp no longer says which settings take effect at a restart")
+        self.assertEqual(tuple(re.findall(r"(\w+) = %", message.group(1))), filters.RESTART_ONLY)
+
+    def test_settings_names_in_the_roles_messages(self):
+        import yaml  # pylint: disable=import-outside-toplevel
+        with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as f:
+            self.assertEqual(tuple(yaml.safe_load(f)["dcache_settings_names"]), filters.SETTINGS)
+
+    def test_ansible_cfg_makes_a_duplicate_key_an_error(self):
+        import configparser  # pylint: disable=import-outside-toplevel
+        cfg = configparser.ConfigParser()
+        cfg.read(os.path.join(TOP, "deploy", "ansible", "ansible.cfg"))
+        self.assertEqual(cfg.get("defaults", "duplicate_dict_key"), "error")
+
     def test_settings_are_the_man_pages(self):
         with open(os.path.join(TOP, "docs", "man", "ganesha-dcache-config.8.md")) as f:
             documented = re.findall(r"^\*\*(\w+)\*\* \(default", f.read(), re.M)
         self.assertEqual(tuple(documented), filters.SETTINGS)
-
-    def test_package_versions_are_the_releases(self):
-        """defaults/main.yml's nfs-ganesha -> nfs-ganesha-dcache table against
-        ci/release.sh (each release's Debian version and package suffix) and
-        debian/changelog (the upstream version)."""
-        import yaml
-        with open(os.path.join(ROLE, "defaults", "main.yml")) as f:
-            table = yaml.safe_load(f)["dcache_package_versions"]
-        with open(os.path.join(TOP, "debian", "changelog")) as f:
-            upstream = re.match(r"nfs-ganesha-dcache \(([^)]+)\)", f.read()).group(1)
-        with open(os.path.join(TOP, "ci", "release.sh")) as f:
-            rows = re.findall(r"release_debian_version=(\S+) .*?release_deb_version_suffix=(\S*) ;;",
-                              f.read(), re.S)
-        want = {debian: upstream + suffix.strip('"') for debian, suffix in rows}
-        self.assertEqual(len(want), 3)
-        self.assertEqual(table, want)
-
-    def test_metrics_in_ganesha_are_the_releases_the_module_registers_them_on(self):
-        """defaults/main.yml's dcache_ganesha_with_metrics against each
-        release's knob DCACHE_HAS_MONITORING (fsal_dcache/adapter/compat)."""
-        import yaml
-        with open(os.path.join(ROLE, "defaults", "main.yml")) as f:
-            listed = yaml.safe_load(f)["dcache_ganesha_with_metrics"]
-        with open(os.path.join(TOP, "ci", "release.sh")) as f:
-            rows = re.findall(r"^    ([0-9.]+)\)\n\s+release_debian_version=(\S+)", f.read(), re.M)
-        self.assertEqual(len(rows), 3)
-        want = []
-        for release, debian in rows:
-            with open(os.path.join(TOP, "fsal_dcache", "adapter", "compat", release, "dcache_compat.h")) as f:
-                knob = re.search(r"^#define DCACHE_HAS_MONITORING ([01])$", f.read(), re.M)
-            self.assertIsNotNone(knob, release)
-            if knob.group(1) == "1":
-                want.append(debian)
-        self.assertEqual(listed, want)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 // DCACHE_SETTINGS and every value derived from the table, says the
 // plugin's messages for the structural mistakes, and keeps its exit
 // statuses, %include and standard-input rules.  The e2e settings test
-// compares it with what a running ganesha.nfsd logs (tests/e2e/settings_test.sh).
+// compares it with what a running ganesha.nfsd logs (tests/e2e/test_settings.py).
 #include "dcache/core.h"
 
 #include <gmock/gmock.h>

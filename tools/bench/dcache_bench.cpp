@@ -5,7 +5,8 @@
 // print the JSON report. The parts: options.hpp (the command line),
 // connect.hpp (one connection and file per job), engine.hpp (the poll loop
 // that issues operations and takes their replies; engine_replies.cpp),
-// report.hpp (the JSON). See docs/benchmarks.md.
+// report.hpp (the JSON). Its keys and options: tools/bench/README.md; how
+// the benchmark uses it: docs/benchmarks.md.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -44,7 +44,10 @@ options:
 
 TOKEN = re.compile(r'''(?P<space>\s+)|(?P<comment>\#[^\n]*)|(?P<punct>[{};=,])|'''
                    r'''(?P<word>"(?:\\.|[^"\\])*"|'[^']*'|[^\s{};=,#"']+)''')
-WORD = re.compile(r"[A-Za-z0-9_.:]+")
+# a value as one word: a sign is kept, so that dcache-check judges it and
+# says what the setting allows (Direct_Misaligned_Num_Pages = -1); '.' and
+# ':' for addresses (NFS_CORE_PARAM's Monitoring_Addr)
+WORD = re.compile(r"[+-]?[A-Za-z0-9_.:]+")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -130,7 +133,8 @@ def config_value(name, value):
         return "true" if value else "false"
     text = str(value)
     if not WORD.fullmatch(text):
-        raise EditError(f"{name} = {text!r}: a value is one word of letters, digits, '_', '.' and ':'")
+        raise EditError(f"{name} = {text!r}: a value is one word of letters, digits, '_', '.' and ':' "
+                        "(ganesha-dcache-config(8) lists what each setting allows)")
     return text
 
 
