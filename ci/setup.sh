@@ -57,6 +57,9 @@ packages=(
   shellcheck clang clang-format
   # the Debian package and its man pages
   debhelper lintian go-md2man man-db
+  # metrics: dcache-exporter's client library; promtool for the alert rules
+  # (and Prometheus itself, which the end-to-end tests run privately)
+  python3-prometheus-client prometheus
   # the cluster tests' RADOS (tests/e2e/cluster/): one monitor and one OSD
   # (no mgr), the rados/ceph commands, Ganesha's %url rados://, watch_url
   # and rados_cluster recovery backend, and its grace database tool
@@ -156,6 +159,8 @@ root_packages=(
   libcap-dev uuid-dev libnfsidmap-dev libwbclient-dev xfslibs-dev systemtap-sdt-dev
   # the server the end-to-end harness runs from the root
   dbus rpcbind
+  # dcache-exporter as installed by the package (6.5: Ganesha has no metrics)
+  python3-prometheus-client
   # the Debian package (ci/package.sh --ganesha X) and its man pages
   build-essential dpkg-dev debhelper lintian go-md2man man-db
 )

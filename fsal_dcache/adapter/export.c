@@ -84,6 +84,7 @@ static void dcache_export_release(struct fsal_export *exp_hdl)
 		release_sub_export(exp->export.sub_export);
 	fsal_detach_export(exp_hdl->fsal, &exp_hdl->exports);
 	free_export_ops(exp_hdl);
+	dcache_metrics_export_removed(exp);
 	dcache_export_put(exp->core);
 	gsh_free(exp->path);
 	gsh_free(exp);
@@ -313,6 +314,7 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	op_ctx->fsal_export = &exp->export;
 
 	log_settings(exp, "created over VFS", &settings);
+	dcache_metrics_export_added(exp);
 	exp = NULL; /* Ganesha's now: its release op frees it */
 	sub = NULL;
 	/* the module reference is the export's now (release_sub_export) */

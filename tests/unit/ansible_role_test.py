@@ -132,6 +132,40 @@ class EditTest(unittest.TestCase):
                 settings.check_exports([dict(e) for e in exports])
 
 
+class CoreTest(unittest.TestCase):
+    """NFS_CORE_PARAM settings (the metrics' Enable_Metrics on Ganesha 9.14)."""
+    METRICS = {"Enable_Metrics": True, "Monitoring_Port": 9587}
+
+    def test_one_line_block_gets_them_after_its_last_setting(self):
+        new, changed = settings.edit(CONF, [], self.METRICS)
+        added = "Enable_FSAL_Stats = true; Enable_Metrics = true; Monitoring_Port = 9587; }"
+        self.assertEqual(new, CONF.replace("Enable_FSAL_Stats = true; }", added))
+        self.assertEqual(changed, {"core": ["Enable_Metrics", "Monitoring_Port"]})
+        self.assertEqual(settings.edit(new, [], self.METRICS), (new, {"core": []}), "twice: no change")
+
+    def test_values_replaced_and_added_with_the_blocks_indent(self):
+        text = "nfs_core_param {\n\tProtocols = 3, 4;\n\tEnable_Metrics = false;\n}\n" + CONF.split("\n", 2)[2]
+        new, changed = settings.edit(text, [{"export_id": 2, "settings": {"IO_Cache_Read": "dontcache"}}],
+                                     dict(self.METRICS, Monitoring_Addr="10.0.0.7"))
+        self.assertTrue(new.startswith("nfs_core_param {\n\tProtocols = 3, 4;\n\tEnable_Metrics = true;"
+                                       "\n\tMonitoring_Port = 9587;\n\tMonitoring_Addr = 10.0.0.7;\n}\n"), new)
+        self.assertIn("IO_Cache_Read = dontcache;", new)
+        self.assertEqual(changed, {"core": ["Enable_Metrics", "Monitoring_Port", "Monitoring_Addr"],
+                                   2: ["IO_Cache_Read"]})
+
+    def test_a_file_without_the_block_gets_one_at_its_end(self):
+        text = CONF.split("\n", 2)[2]
+        new, _ = settings.edit(text, [], self.METRICS)
+        self.assertEqual(new, text + "NFS_CORE_PARAM {\n  Enable_Metrics = true;\n  Monitoring_Port = 9587;\n}\n")
+
+    def test_refusals(self):
+        for text, why in [("%include /etc/ganesha/core.conf\n", "%include"),
+                          (CONF + "NFS_CORE_PARAM { Protocols = 4; }\n", "2 NFS_CORE_PARAM blocks"),
+                          ("NFS_CORE_PARAM { }\n", "empty")]:
+            with self.subTest(why=why), self.assertRaisesRegex(settings.EditError, re.escape(why)):
+                settings.edit(text, [], self.METRICS)
+
+
 class ModuleTest(unittest.TestCase):
     """main() as Ansible runs it: arguments in, JSON out, SystemExit."""
 
@@ -192,6 +226,12 @@ class ModuleTest(unittest.TestCase):
         self.assertTrue(res["changed"])
         self.assertIn("io_cache_write = dontcache", res["diff"]["after"])
         self.assertEqual(self.read(), self.before)
+
+    def test_core_only(self):
+        res = self.run_module(path=self.conf, core={"Enable_Metrics": True}, validate="grep -q Enable_Metrics %s")
+        self.assertTrue(res["changed"], res)
+        self.assertEqual(res["changed_settings"], {"core": ["Enable_Metrics"]})
+        self.assertIn(b"Enable_FSAL_Stats = true; Enable_Metrics = true; }", self.read())
 
     def test_bad_request_fails(self):
         res = self.run_module(path=self.conf, exports=[{"export_id": 4, "settings": {"IO_Cache_Read": 0}}])

@@ -59,3 +59,21 @@ def test_the_readmes_table_is_the_tables():
         assert len(row) == 1, f"README.md has {len(row)} rows for {r.debian_version}"
         assert row[0].startswith(f"| {r.suite}" if not r.install_suite else f"| {r.install_suite}"), row[0]
         assert f" {upstream_version()}{r.package_suffix} " in row[0], row[0]
+
+
+def test_the_ansible_roles_ganesha_with_metrics_are_the_releases_the_module_registers_them_on():
+    """dcache_ganesha_with_metrics: the releases whose compat knob
+    DCACHE_HAS_MONITORING is 1 (the module registers its metrics in
+    Ganesha's registry; the others run dcache-exporter)."""
+    with open(os.path.join(TOP, "deploy", "ansible", "roles", "dcache", "defaults", "main.yml"),
+              encoding="utf-8") as f:
+        listed = yaml.safe_load(f)["dcache_ganesha_with_metrics"]
+    want = []
+    for r in TABLE:
+        with open(os.path.join(TOP, "fsal_dcache", "adapter", "compat", r.name, "dcache_compat.h"),
+                  encoding="utf-8") as f:
+            knob = re.search(r"^#define DCACHE_HAS_MONITORING ([01])$", f.read(), re.M)
+        assert knob, r.name
+        if knob.group(1) == "1":
+            want.append(r.debian_version)
+    assert listed == want
