@@ -321,6 +321,21 @@ static void print_about(FILE *out, const char *at,
 	free(line);
 }
 
+/* The block's refusal lines, kept until Ganesha's own lines for the block
+ * are out (the refusals refer to them as above). */
+struct refusals {
+	char **lines;
+	size_t count;
+};
+
+static void keep_refusal(void *ctx, const char *why)
+{
+	struct refusals *r = ctx;
+
+	r->lines = gsh_realloc(r->lines, (r->count + 1) * sizeof(*r->lines));
+	r->lines[r->count++] = gsh_strdup(why);
+}
+
 /* true when the block would be served. */
 static bool check_block(void *block, bool verbose)
 {
@@ -328,7 +343,8 @@ static bool check_block(void *block, bool verbose)
 	struct dcache_settings settings;
 	struct export_ident ident;
 	struct config_error_type err;
-	char at[PATH_MAX + 16], why[512];
+	struct refusals refusals = {NULL, 0};
+	char at[PATH_MAX + 16];
 	bool served;
 
 	read_ident(dcache_conf_export_of(block), &ident);
@@ -338,14 +354,19 @@ static bool check_block(void *block, bool verbose)
 		exit(2);
 	}
 	served = dcache_block_settings(block, &err, DCACHE_SUBFSAL_NAME_ONLY,
-				       &args, &settings, why, sizeof(why));
+				       &args, &settings, keep_refusal,
+				       &refusals);
 	/* Ganesha's own lines for the block first ("Unknown parameter
 	 * (IO_Cache_Wrte)"): the refusal refers to them as above it. */
 	report_config_errors(&err, NULL, print_ganesha_error);
-	if (!served) {
-		/* as export.c logs it on creating the export */
-		print_about(stderr, at, &ident, "", why, "; export refused");
-	} else if (verbose) {
+	/* as export.c logs them on creating the export, one per problem */
+	for (size_t i = 0; i < refusals.count; ++i) {
+		print_about(stderr, at, &ident, "", refusals.lines[i],
+			    "; export refused");
+		gsh_free(refusals.lines[i]);
+	}
+	gsh_free(refusals.lines);
+	if (served && verbose) {
 		char shown[1024];
 
 		(void)dcache_settings_format(&settings, shown, sizeof(shown));
