@@ -225,6 +225,32 @@ size_t dcache_conf_read(void *block, const char *const names[], size_t count,
 	return problems;
 }
 
+size_t dcache_conf_dropped(void *block, const char *const names[], size_t count,
+			   dcache_conf_dropped_fn each, void *ctx)
+{
+	struct config_node *blk = block;
+	struct glist_head *ns;
+	char at[300], text[160];
+	size_t dropped = 0;
+
+	if (blk == NULL || blk->type != TYPE_BLOCK)
+		return 0;
+	glist_for_each(ns, &blk->u.nterm.sub_nodes)
+	{
+		struct config_node *n =
+			glist_entry(ns, struct config_node, node);
+		const int i = setting_index(n->u.nterm.name, names, count);
+
+		if (i < 0 || n->type != TYPE_STMT ||
+		    !glist_empty(&n->u.nterm.sub_nodes))
+			continue;
+		text_on_line(n, text, sizeof(text));
+		each(ctx, names[i], where(n, at, sizeof(at)), text);
+		++dropped;
+	}
+	return dropped;
+}
+
 /* Every DCACHE setting among the statements of blk, one line each;
  * returns how many. */
 static size_t strays_in(const struct config_node *blk, const char *what,

@@ -108,6 +108,17 @@ enum dcache_nested
 dcache_conf_nested_fsal(void *block, dcache_settings_bad_fn refuse, void *ctx);
 
 /*
+ * config_tree.c, for dcache-check: each of names set in block whose value
+ * Ganesha's parser dropped (a statement it kept without a value), with
+ * where it is ("FILE:LINE") and the text after its '=' on that line;
+ * returns how many.
+ */
+typedef void (*dcache_conf_dropped_fn)(void *ctx, const char *name,
+				       const char *at, const char *text);
+size_t dcache_conf_dropped(void *block, const char *const names[], size_t count,
+			   dcache_conf_dropped_fn each, void *ctx);
+
+/*
  * config_tree.c, for dcache-check: the FSAL blocks Ganesha hands to DCACHE
  * (an FSAL block whose Name is DCACHE, in a top-level EXPORT block), in
  * the order of the file, the EXPORT block around one, and where a node

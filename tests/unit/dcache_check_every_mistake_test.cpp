@@ -176,4 +176,51 @@ TEST(dcache_check, the_rest_is_reported_beside_several_values_or_another_fsal)
 	EXPECT_THAT(r.err, ::testing::Not(HasSubstr("can have only one option")));
 }
 
+// A character Ganesha's lexer has no rule for stops ganesha.nfsd at start,
+// whatever export it is in (the plugin is not loaded yet): dcache-check
+// exits 2 and names each DCACHE setting holding one, with its export.
+// Quoted, the same value reaches the plugin, which refuses that export.
+TEST(dcache_check, a_character_the_lexer_has_no_rule_for_is_named_as_stopping_the_server)
+{
+	scratch d;
+	const std::string f = d.dir + "/ganesha.conf";
+	const auto at = [&](int line) { return f + ":" + std::to_string(line); };
+	config_builder c;
+	const int l1 = c.add_export(1, "    IO_Queue_Depth = +64;\n    IO_Cache_Read = (direct);\n"
+				       "    FSAL { Name = VFS; }\n");
+	const int l2 = c.add_export(2, "    Boundary_Max_Pages = 64\xc2\xa0;\n    FSAL { Name = VFS; }\n");
+	c.add_export(3, "    IO_Cache_Write = direct;\n    FSAL { Name = VFS; }\n");
+	write_file(f, c.text);
+	const result r = run({f});
+	EXPECT_EQ(r.status, 2) << r.err;
+	const std::string stops = ", which Ganesha's parser takes only inside quotes: ganesha.nfsd does not start with "
+				  "this file, and a reload (SIGHUP) rereads none of it; allowed: ";
+	EXPECT_EQ(about(r, 1), (std::vector<std::string>{
+				       at(l1) + ": DCACHE: export 1 (/c/1): IO_Queue_Depth = \"+64\" (" + at(l1 + 2) +
+					       ") holds \"+\"" + stops + allowed("IO_Queue_Depth"),
+				       at(l1) + ": DCACHE: export 1 (/c/1): IO_Cache_Read = \"(direct)\" (" +
+					       at(l1 + 3) + ") holds \"(\", \")\"" + stops + allowed("IO_Cache_Read"),
+			       }));
+	// a non-breaking space, byte by byte
+	EXPECT_EQ(about(r, 2), (std::vector<std::string>{at(l2) +
+							 ": DCACHE: export 2 (/c/2): Boundary_Max_Pages = "
+							 "\"64\\xc2\\xa0\" (" +
+							 at(l2 + 2) + ") holds \"\\xc2\", \"\\xa0\"" + stops +
+							 allowed("Boundary_Max_Pages")}));
+	EXPECT_THAT(r.err, HasSubstr("Config File (" + at(l1 + 2) + "): Unexpected character (+)"));
+	EXPECT_THAT(r.err,
+		    HasSubstr("dcache-check: " + f +
+			      ": Ganesha's parser fails on it (token scan): ganesha.nfsd would not start with it"));
+	EXPECT_TRUE(about(r, 3).empty()) << "a good export is not mentioned";
+
+	// quoted: the plugin's own refusal of that export only
+	config_builder q;
+	const int lq = q.add_export(1, "    IO_Queue_Depth = \"+64\";\n    FSAL { Name = VFS; }\n");
+	write_file(f, q.text);
+	const result rq = run({f});
+	EXPECT_EQ(rq.status, 1) << rq.err;
+	EXPECT_EQ(lines(rq.err), (std::vector<std::string>{
+					 refusal(f, lq, 1, bad_value(&dcache_settings_text::io_queue_depth, "+64"))}));
+}
+
 } // namespace
