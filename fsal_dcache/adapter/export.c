@@ -31,25 +31,34 @@ static const char *export_path_of_ctx(void)
 	return op_ctx->ctx_fullpath ? CTX_FULLPATH(op_ctx) : "?";
 }
 
+/* One refusal line: the export, what is wrong, and what becomes of it. */
+struct refusal {
+	const char *refused;
+};
+
+static void log_refusal(void *ctx, const char *why)
+{
+	const struct refusal *r = ctx;
+
+	LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
+		export_id_of_ctx(), export_path_of_ctx(), why, r->refused);
+}
+
 /*
  * Reads the FSAL block into *args and *settings (settings_block.c, the
- * checks dcache-check runs too).  On any error logs one line naming the
- * export and what was wrong, and returns false: the export is refused
- * while the server keeps serving its other exports.
+ * checks dcache-check runs too).  On any error logs one line for each
+ * thing wrong, naming the export, and returns false: the export is
+ * refused while the server keeps serving its other exports.
  */
 static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			   struct dcache_export_args *args,
 			   struct dcache_settings *settings,
 			   const char *refused)
 {
-	char why[512];
+	struct refusal r = {.refused = refused};
 
-	if (dcache_block_settings(parse_node, err_type, DCACHE_SUBFSAL_LOAD,
-				  args, settings, why, sizeof(why)))
-		return true;
-	LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
-		export_id_of_ctx(), export_path_of_ctx(), why, refused);
-	return false;
+	return dcache_block_settings(parse_node, err_type, DCACHE_SUBFSAL_LOAD,
+				     args, settings, log_refusal, &r);
 }
 
 /* Logs the settings in force, on creation and after a live update. */

@@ -142,7 +142,7 @@ static void dcache_extract_stats(struct fsal_module *fsal_hdl, void *iter)
 	if (!ok) {
 		LogCrit(COMPONENT_FSAL,
 			"DCACHE: out of memory building the statistics reply");
-		return;
+		goto out;
 	}
 	PTHREAD_RWLOCK_rdlock(&DCACHE_FSAL_LOCK(fsal_hdl));
 	glist_for_each(node, &fsal_hdl->exports)
@@ -161,6 +161,15 @@ static void dcache_extract_stats(struct fsal_module *fsal_hdl, void *iter)
 	dbus_message_iter_close_container(reply, &entries);
 	message = n < 0 ? "Incomplete: out of memory" : n == 0 ? "None" : "OK";
 	dbus_message_iter_append_basic(reply, DBUS_TYPE_STRING, &message);
+out:
+#if DCACHE_STATS_LOOKUP_KEEPS_REF
+	/* Ganesha's GetFSALStats, this hook's only caller, took a reference
+	 * on the module to call it (lookup_fsal) and never gives it back: one
+	 * per call, each reported when the server stops ("Extra references
+	 * (N) hanging around to FSAL DCACHE").  It is given back here, after
+	 * the last use it was taken for. */
+	fsal_put(fsal_hdl);
+#endif
 }
 
 static void dcache_reset_stats(struct fsal_module *fsal_hdl)

@@ -156,6 +156,19 @@ struct dcache_settings dcache_settings_default(void) DCACHE_NOEXCEPT;
 int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out, char *why,
 			  size_t why_len) DCACHE_NOEXCEPT;
 
+/* Takes one line saying what is wrong (worded as dcache_settings_parse's
+ * why[]), for the caller to log or print. */
+typedef void (*dcache_settings_bad_fn)(void *ctx, const char *why);
+
+/* As dcache_settings_parse, but every setting that is not valid is
+ * reported, each with its own line through bad(ctx, why), in the order of
+ * DCACHE_SETTINGS (an export with three bad settings: three lines).
+ * Returns how many were not valid: 0 with *out set, otherwise *out is
+ * untouched.  text or out NULL: one line, counted as one.  Pure;
+ * thread-safe. */
+size_t dcache_settings_parse_all(const struct dcache_settings_text *text, struct dcache_settings *out,
+				 dcache_settings_bad_fn bad, void *ctx) DCACHE_NOEXCEPT;
+
 /* What a setting (its ganesha.conf name, any case) allows, as the error
  * lines say it; NULL for a name that is not a DCACHE setting. */
 const char *dcache_settings_allowed(const char *name) DCACHE_NOEXCEPT;

@@ -26,6 +26,11 @@
  * is not built); dcache-exporter serves them from the DBus statistics. */
 #define DCACHE_HAS_MONITORING 0
 
+/* GetFSALStats (support/export_mgr.c:2811, stats_fsal) looks the module
+ * up (lookup_fsal, a reference) and never puts the reference back; its
+ * fsal_extract_stats call is the only one, so stats.c puts it back there. */
+#define DCACHE_STATS_LOOKUP_KEEPS_REF 1
+
 /* Handles are not put on the FSAL's list. */
 #define DCACHE_HANDLE_INIT(obj, exp, type) fsal_obj_handle_init(obj, exp, type)
 #define DCACHE_HANDLE_FINI(obj) fsal_obj_handle_fini(obj)
