@@ -278,6 +278,26 @@ static size_t strays_in(const struct config_node *blk, const char *what,
 	return strays;
 }
 
+static void refuse_nothing(void *ctx, const char *why)
+{
+	(void)ctx;
+	(void)why;
+}
+
+size_t dcache_conf_in_export_block(void *block, const char *const names[],
+				   size_t count)
+{
+	struct config_node *blk = block, *exp;
+
+	if (blk == NULL || blk->type != TYPE_BLOCK)
+		return 0;
+	exp = DCACHE_NODE_PARENT(blk);
+	if (exp == NULL || exp->type != TYPE_BLOCK)
+		return 0;
+	return strays_in(exp, "the EXPORT block", names, count, refuse_nothing,
+			 NULL);
+}
+
 size_t dcache_conf_misplaced(void *block, const char *const names[],
 			     size_t count, dcache_settings_bad_fn refuse,
 			     void *ctx)

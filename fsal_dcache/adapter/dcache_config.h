@@ -72,6 +72,14 @@ enum dcache_subfsal {
  * the module reference the nested block's loading took, unless the caller
  * took args->subfsal_ref over).
  */
+/*
+ * settings_block.c: whether a DCACHE setting stands in the EXPORT block
+ * around the DCACHE block. Ganesha itself refuses an EXPORT block holding
+ * a parameter it does not know, so a reload removes such an export
+ * whatever DCACHE decides (and a start does not create it).
+ */
+bool dcache_block_in_export_block(void *block);
+
 bool dcache_block_settings(void *block, struct config_error_type *err_type,
 			   enum dcache_subfsal subfsal,
 			   struct dcache_export_args *args,
@@ -106,6 +114,10 @@ size_t dcache_conf_misplaced(void *block, const char *const names[],
 			     void *ctx);
 enum dcache_nested
 dcache_conf_nested_fsal(void *block, dcache_settings_bad_fn refuse, void *ctx);
+/* How many of names are set in the EXPORT block around block (the FSAL
+ * block), without reporting them. */
+size_t dcache_conf_in_export_block(void *block, const char *const names[],
+				   size_t count);
 
 /*
  * config_tree.c, for dcache-check: each of names set in block whose value

@@ -365,9 +365,15 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 			       updated_super);
 	if (FSAL_IS_ERROR(status))
 		return status;
+	/* An export whose EXPORT block holds a DCACHE setting is not kept:
+	 * Ganesha refuses that block itself (a parameter it does not know)
+	 * and removes the export at the end of this reload, whatever the
+	 * refusal here says, so the lines say that instead. */
 	if (!parse_settings(
 		    parse_node, err_type, &args, &settings,
-		    "update refused, the export keeps its current settings")) {
+		    dcache_block_in_export_block(parse_node)
+			    ? "update refused, and Ganesha refuses this EXPORT block itself (a parameter it does not know there): the export is removed at the end of this reload"
+			    : "update refused, the export keeps its current settings")) {
 		dcache_export_args_free(&args);
 		return fsalstat(ERR_FSAL_INVAL, EINVAL);
 	}

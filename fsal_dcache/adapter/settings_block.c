@@ -146,6 +146,12 @@ static size_t load_block(void *block, struct config_error_type *err_type,
 	return 1;
 }
 
+bool dcache_block_in_export_block(void *block)
+{
+	return dcache_conf_in_export_block(block, setting_names,
+					   DCACHE_SETTING_COUNT) > 0;
+}
+
 bool dcache_block_settings(void *block, struct config_error_type *err_type,
 			   enum dcache_subfsal subfsal,
 			   struct dcache_export_args *args,

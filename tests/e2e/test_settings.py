@@ -69,6 +69,10 @@ CASE_IDS = [f"{where}:{what}" if what else where for where, what, _ in CASES]
 FIRST_ID = 100
 REFUSED = "export refused"
 UPDATE_REFUSED = "update refused, the export keeps its current settings"
+# A DCACHE setting in the EXPORT block: Ganesha refuses that block itself
+# and removes the export at the end of the reload, and the line says so.
+UPDATE_DROPPED = ("update refused, and Ganesha refuses this EXPORT block itself (a parameter it does not know "
+                  "there): the export is removed at the end of this reload")
 VERDICT_2 = r"DCACHE: export 2 \("
 
 
@@ -221,8 +225,12 @@ GOOD = dcache(2, "dcache", IO_Cache_Write="direct_file_sync")
 
 
 def reload(srv, export2, conf_extra=None):
-    """SIGHUP with export 2 as given; the log since, once it has export 2's verdict."""
-    return srv.reload(VERDICT_2, [vfs(1, "vfs"), export2], conf_extra)
+    """SIGHUP with export 2 as given; the log since, once it has export 2's
+    verdict and the reload is complete (exports it removes are gone)."""
+    mark = srv.log_mark()
+    srv.reload(VERDICT_2, [vfs(1, "vfs"), export2], conf_extra)
+    srv.wait_log("Reread exports complete", mark)
+    return srv.log_since(mark)
 
 
 @pytest.mark.usefixtures("created")
@@ -238,23 +246,28 @@ def test_sighup_updates_export_2(srv, check):
         f"export 2: the server runs {server or 'nothing'}, dcache-check says {mine or 'nothing'}"
 
 
-def refused_on_sighup(srv, check, patterns, what, export2=GOOD, conf_extra=None):
+def refused_on_sighup(srv, check, patterns, what, export2=GOOD, conf_extra=None, suffix=UPDATE_REFUSED):
     reload(srv, GOOD)
     log = reload(srv, export2, conf_extra)
-    found = matching(log, [r"export 2 \(", *patterns, UPDATE_REFUSED])
+    found = matching(log, [r"export 2 \(", *patterns, re.escape(suffix)])
     assert found, f"SIGHUP ({what}): no refusal matching {patterns}; export 2's lines: {export_lines(log, 2)}"
     status, _, err = check(srv, srv.conf_path)
     assert status == 1, f"dcache-check exited {status}, not 1: {err.splitlines()[:3]}"
-    server, mine = server_refusals(log, 2, UPDATE_REFUSED), check_refusals(err, 2, UPDATE_REFUSED)
+    server, mine = server_refusals(log, 2, suffix), check_refusals(err, 2, suffix)
     assert server and server == mine, \
         f"export 2: the server logged {server or 'nothing'}, dcache-check says {mine or 'nothing'}"
+    # what the line says becomes of the export is what became of it
+    kept = suffix == UPDATE_REFUSED
+    assert (nfs.ls(srv, "dcache/", 4) is not None) == kept, \
+        f"SIGHUP ({what}): the line says the export is {'kept' if kept else 'removed'}, and it is not"
 
 
 @pytest.mark.usefixtures("created")
 @pytest.mark.parametrize("index", range(len(CASES)), ids=CASE_IDS)
 def test_refused_on_sighup(srv, check, index):
     where, what, patterns = CASES[index]
-    refused_on_sighup(srv, check, patterns, f"{where}: {what!r}", malformed(2, where, what, "dcache", "/dcache"))
+    refused_on_sighup(srv, check, patterns, f"{where}: {what!r}", malformed(2, where, what, "dcache", "/dcache"),
+                      suffix=UPDATE_DROPPED if where == "export" else UPDATE_REFUSED)
 
 
 @pytest.mark.usefixtures("created")
