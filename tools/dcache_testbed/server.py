@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 from . import exports as exportlib
-from . import releases, stats
+from . import cgroups, releases, stats
 from .procs import Child, Timeout, wait_for
 
 MKFS = {"xfs": ["mkfs.xfs", "-q"], "ext4": ["mkfs.ext4", "-q", "-F"], "btrfs": ["mkfs.btrfs", "-q", "-f"]}
@@ -523,3 +523,9 @@ class Server:
         every = stats.read(self)
         return every if export_id is None else every.get(export_id, stats.Counters({}))
 
+    # --------------------------------------------------------- placement --
+    def cgroup(self, controller, settings=None):
+        """ganesha.nfsd alone in a new cgroup v1 group of controller with
+        settings, while the returned cgroups.Group is entered (raises
+        cgroups.Unavailable where there is no such hierarchy)."""
+        return cgroups.Group(controller, settings, [self.pid])
