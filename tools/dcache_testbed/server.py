@@ -529,3 +529,11 @@ class Server:
         settings, while the returned cgroups.Group is entered (raises
         cgroups.Unavailable where there is no such hierarchy)."""
         return cgroups.Group(controller, settings, [self.pid])
+
+    def perf_record(self, path, freq=999):
+        """`perf record -g` of ganesha.nfsd (every thread) into path, its
+        messages into path.err, until the returned Child is stopped (perf
+        writes its file on SIGTERM)."""
+        with open(path + ".err", "wb") as err:
+            return Child(["perf", "record", "-q", "-g", "-F", str(freq), "-p", str(self.pid), "-o", path],
+                         "perf record", grace=30, stdout=err, stderr=subprocess.STDOUT)
