@@ -34,6 +34,10 @@ def num(x):
     return "–" if x is None else f"{x:.2f}"
 
 
+def runs(xs):
+    return ", ".join(f"{x:.0f}" for x in xs)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -49,7 +53,6 @@ def main():
         ma, mb = med(a["mib"]), med(b["mib"])
         beyond = "below" if mb < min(a["mib"]) else "above" if mb > max(a["mib"]) else ""
         outside += beyond == "below"
-        runs = lambda xs: ", ".join(f"{x:.0f}" for x in xs)
         print(f"| {k[0]} | {k[1]} | {ma:.0f} ({runs(a['mib'])}) | {mb:.0f} ({runs(b['mib'])}) | {mb / ma:.2f} "
               f"| {num(med(a['vfs']))} / {num(med(b['vfs']))} | {num(med(a['cpu']))} / {num(med(b['cpu']))} "
               f"| {num(med(a['c50']))} / {num(med(b['c50']))} | {beyond} |")

@@ -41,7 +41,9 @@ def server_tables(d, ids, result, failures, f):
                             f"{j['first_error']}")
     result["servers"] = runs
     lines = []
-    mib = lambda k: k / 1024
+
+    def mib(kib):
+        return kib / 1024
     for w, title in (("memory", "Memory under a mixed load (`memory`: a server per variant; 48 connections of "
                       "60/40 1 MiB I/O and 16 of 4 KiB random I/O, iodepth 16, then idle)"),
                      ("overload", "Overload (`overload`: a server per variant, its device throttled by cgroup "
@@ -134,14 +136,17 @@ def main():
                 "cache_peak_mib": med([s["cache_peak"] / MiB for s in srv]),
                 "cache_final_mib": med([s["cache_final"] / MiB for s in srv]),
                 "dirty_peak_mib": med([s["dirty_peak"] / MiB for s in srv]),
-                "meminfo_cached_peak_delta_mib": med([(s["meminfo_cached_peak"] - s["meminfo_cached_start"]) / MiB for s in srv]),
+                "meminfo_cached_peak_delta_mib": med([(s["meminfo_cached_peak"] - s["meminfo_cached_start"]) / MiB
+                                                      for s in srv]),
                 "dev_reads": dev_reads,
                 "dev_read_mib": med([s["dev_read_bytes"] / MiB for s in srv]),
                 "dev_write_mib": med([s["dev_write_bytes"] / MiB for s in srv]),
                 "dev_reads_per_write": (dev_reads / write_ops) if write_ops else None,
-                "reclaim_scanned": med([s["vmstat"].get("pgscan_kswapd", 0) + s["vmstat"].get("pgscan_direct", 0) for s in srv]),
+                "reclaim_scanned": med([s["vmstat"].get("pgscan_kswapd", 0) + s["vmstat"].get("pgscan_direct", 0)
+                                        for s in srv]),
                 "writes_unstable": med([j["writes_by_stability"]["unstable"] for j in rs]),
-                "writes_file_sync": med([j["writes_by_stability"]["file_sync"] + j["writes_by_stability"]["data_sync"] for j in rs]),
+                "writes_file_sync": med([j["writes_by_stability"]["file_sync"] + j["writes_by_stability"]["data_sync"]
+                                         for j in rs]),
                 "commits_sent": med([j["commits_sent"] for j in rs]),
                 "commits_saved": med([j["commits_saved"] for j in rs]),
                 # COMMIT round trips (dcache-bench's commit_lat), every run's
@@ -183,7 +188,8 @@ def main():
     def f(x, fmt="{:.1f}"):
         return "–" if x is None else fmt.format(x)
 
-    lines = ["| workload | variant | MiB/s (median) | × VFS | srv CPU s/GiB | cache peak MiB | cache final MiB | dev reads (MiB) | dev reads/WRITE | WRITE unstable/stable | COMMITs sent/saved | verify errors |",
+    lines = ["| workload | variant | MiB/s (median) | × VFS | srv CPU s/GiB | cache peak MiB | cache final MiB "
+             "| dev reads (MiB) | dev reads/WRITE | WRITE unstable/stable | COMMITs sent/saved | verify errors |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append("| {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {}/{} | {}/{} | {} |".format(
@@ -197,7 +203,8 @@ def main():
     crow = [r for r in rows if r["workload"] == "commit"]
     if crow:
         ref = next((r["commit_lat_p99_us"] for r in crow if r["variant"] == "buffered"), None)
-        lines += ["", "COMMIT round trip (`commit`: each of 4 writers COMMITs its file at close; medians over repeats):", "",
+        lines += ["", "COMMIT round trip (`commit`: each of 4 writers COMMITs its file at close; medians over "
+                  "repeats):", "",
                   "| variant | COMMIT p50 ms | COMMIT p99 ms | p99 × buffered |", "|---|---:|---:|---:|"]
         for r in crow:
             p50, p99 = r["commit_lat_p50_us"], r["commit_lat_p99_us"]
@@ -223,7 +230,12 @@ def main():
                 r[f"probe_{k}_ops"] = med([j[k]["ops"] for j in ps])
             r["probe_errors"] = sum(j["errors"] + j["verify"]["errors"] for j in ps)
         by = {r["variant"]: r for r in lrow}
-        ms = lambda x: x and x / 1000
+
+        def ms(x):
+            return x and x / 1000
+
+        def worst(x):
+            return max((x.get(f"probe_{k}_p99_us") or 0) for k in ("getattr", "read")) if x else None
         lines += ["", "Latency probe under a throttled streaming load (`latency`: 1 MiB READs from every "
                   "streaming connection while one client alternates GETATTR and a cached 4 KiB READ on a plain "
                   "VFS export of the same server; medians over repeats):", "",
@@ -231,7 +243,6 @@ def main():
                   "p99 × its sync twin | p99 × VFS | probe errors |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in lrow:
-            worst = lambda x: max((x.get(f"probe_{k}_p99_us") or 0) for k in ("getattr", "read")) if x else None
             mine = worst(r)
             twin = by.get(r["variant"] + "_sync")
             vfs = by.get("vfs")
@@ -244,8 +255,11 @@ def main():
                 f(mine / worst(vfs) if vfs and vfs is not r and worst(vfs) else None, "{:.2f}"),
                 r["probe_errors"]))
     # server threads: what blocks where
-    lines += ["", "Server threads (ganesha.nfsd, /proc/PID/task/*, every 50 ms; medians over repeats of each run's mean/peak):", "",
-              "| workload | variant | threads in D mean / peak | server threads in file I/O syscall mean / peak | server threads / io-wq threads (peak) | io-wq in D mean | srv CPU s/GiB | plugin io_deferred / io_inline |",
+    lines += ["", "Server threads (ganesha.nfsd, /proc/PID/task/*, every 50 ms; medians over repeats of each run's "
+              "mean/peak):", "",
+              "| workload | variant | threads in D mean / peak | server threads in file I/O syscall mean / peak "
+              "| server threads / io-wq threads (peak) | io-wq in D mean | srv CPU s/GiB "
+              "| plugin io_deferred / io_inline |",
               "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         p = r["plugin"]
@@ -260,7 +274,8 @@ def main():
              and v not in ("direct_data_sync", "direct_file_sync")]
     if pairs:
         lines += ["", "IO_Backend: io_uring (default) vs sync, same mode, same run:", "",
-                  "| workload | mode | MiB/s io_uring / sync | io_uring ÷ sync | srv CPU s/GiB io_uring / sync | threads in D mean io_uring / sync | server threads in file I/O mean io_uring / sync |",
+                  "| workload | mode | MiB/s io_uring / sync | io_uring ÷ sync | srv CPU s/GiB io_uring / sync "
+                  "| threads in D mean io_uring / sync | server threads in file I/O mean io_uring / sync |",
                   "|---|---|---:|---:|---:|---:|---:|"]
         for w in WORKLOADS:
             for a, b in pairs:
@@ -280,12 +295,17 @@ def main():
     # own account of where each held page went
     ileave = [r for r in rows if r["workload"].startswith("interleave")]
     if ileave:
-        lines += ["", "Boundary pages (interleaved misaligned records; the tracker's counters, medians over repeats):", "",
-                  "| workload | variant | dev reads/WRITE | WRITEs | held | completed | released by age / ceiling / close / truncate | kept at COMMIT | edge write-backs | COMMITs sent | cache final MiB | verify errors |",
+        lines += ["", "Boundary pages (interleaved misaligned records; the tracker's counters, medians over "
+                  "repeats):", "",
+                  "| workload | variant | dev reads/WRITE | WRITEs | held | completed "
+                  "| released by age / ceiling / close / truncate | kept at COMMIT | edge write-backs | COMMITs sent "
+                  "| cache final MiB | verify errors |",
                   "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in ileave:
             p = r["plugin"]
-            g = lambda k: f(p.get(k, 0), "{:.0f}")
+
+            def g(k, p=p):
+                return f(p.get(k, 0), "{:.0f}")
             lines.append("| {} | {} | {} | {} | {} | {} | {} / {} / {} / {} | {} | {} | {} | {} | {} |".format(
                 r["workload"], r["variant"], f(r["dev_reads_per_write"], "{:.4f}"), g("writes"),
                 g("boundary_held"), g("boundary_completed"), g("boundary_released_by_age"),
