@@ -21,7 +21,9 @@ def load(dirs):
     for d in dirs:
         with open(f"{d}/results.json") as f:
             for r in json.load(f)["rows"]:
-                e = rows.setdefault((r["workload"], r["variant"]), {"mib": [], "cpu": [], "vfs": [], "c50": []})
+                # a phase of a workload of several is a row of its own
+                key = (r["workload"] + (f" ({r['phase']})" if r.get("phase") else ""), r["variant"])
+                e = rows.setdefault(key, {"mib": [], "cpu": [], "vfs": [], "c50": []})
                 e["mib"] += r.get("mib_s_all") or [r["mib_s"]]
                 e["cpu"].append(r.get("server_cpu_s_per_gib"))
                 e["vfs"].append(r.get("ratio_to_vfs"))

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Aggregates a bench-report.sh run directory: medians per (workload,
-variant), ratios to the VFS baseline, results.json, table.md and three
-charts: chart.png (throughput relative to VFS), chart-cpu.png (server CPU
-per GiB) and chart-pagecache.png (page-cache peak), one colour per variant.
-The pressure workloads (DIR/pressure/: a stream beside a working set, the
-server in a memory group) get tables of their own (pressure_tables).
+phase, variant), ratios to the VFS baseline, results.json, table.md and
+three charts: chart.png (throughput relative to VFS), chart-cpu.png
+(server CPU per GiB) and chart-pagecache.png (page-cache peak), one
+colour per variant. The pressure workloads (DIR/pressure/: a stream
+beside a working set, the server in a memory group) get tables of their
+own, and every measured phase of every kind a line of "Server CPU per
+GiB by phase" (bench_report_cpu.py).
 
 usage: bench_report.py DIR                 aggregate DIR/runs/, write all
        bench_report.py --charts-only DIR   redraw the charts from
@@ -18,7 +20,8 @@ from pathlib import Path
 # its parts, the modules beside it, wherever it is run or installed from
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_report_charts import charts  # noqa: E402
-from bench_report_common import GiB, MiB, WORKLOADS, fsal_counters, med  # noqa: E402
+from bench_report_common import GiB, MiB, PHASES, WORKLOADS, fsal_counters, med  # noqa: E402
+from bench_report_cpu import cpu_tables  # noqa: E402
 from bench_report_pressure import pressure_tables  # noqa: E402
 
 
@@ -69,6 +72,24 @@ def server_tables(d, ids, result, failures, f):
     return lines
 
 
+def workload_phases(runs):
+    """(workload, phase) of the runs, in table order: the workloads in
+    WORKLOADS' order, the phases in PHASES' (unknown ones after)."""
+    seen = dict.fromkeys((w, p) for w, p, _ in runs)
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+
+    def key(wp):
+        w, p = wp
+        phases = PHASES.get(w, [""])
+        return order.get(w, len(order)), phases.index(p) if p in phases else len(phases)
+    return sorted(seen, key=key)
+
+
+def label(row):
+    """A row's workload as the tables name it: WORKLOAD (PHASE)."""
+    return row["workload"] + (f" ({row['phase']})" if row.get("phase") else "")
+
+
 def main():
     args = sys.argv[1:]
     charts_only = "--charts-only" in args
@@ -92,7 +113,8 @@ def main():
     runs = {}
     failures = []
     for f in sorted((d / "runs").glob("*.json")):
-        w, v, r = f.stem.split(".")
+        name, v, r = f.stem.split(".")
+        w, _, phase = name.partition("-")  # WORKLOAD-PHASE: one phase of several
         try:
             j = json.loads(f.read_text())
         except json.JSONDecodeError as e:
@@ -106,15 +128,15 @@ def main():
         if lim.exists():
             j["memcg_limit"] = int(lim.read_text())
         if Path(str(base) + ".failed").exists():
-            failures.append(f"{w} {v} repeat {r}: dcache-bench failed: "
+            failures.append(f"{name} {v} repeat {r}: dcache-bench failed: "
                             + Path(str(base) + ".err").read_text()[-300:].strip())
-        runs.setdefault((w, v), []).append(j)
+        runs.setdefault((w, phase, v), []).append(j)
 
     rows = []
-    for w in WORKLOADS:
-        base_mibs = med([j["total"]["mib_s"] for j in runs.get((w, "vfs"), [])])
+    for w, phase in workload_phases(runs):
+        base_mibs = med([j["total"]["mib_s"] for j in runs.get((w, phase, "vfs"), [])])
         for v in variants:
-            rs = runs.get((w, v))
+            rs = runs.get((w, phase, v))
             if not rs:
                 continue
             mibs = med([j["total"]["mib_s"] for j in rs])
@@ -124,7 +146,7 @@ def main():
             write_ops = med([j["write"]["ops"] for j in rs])
             dev_reads = med([s["dev_reads"] for s in srv])
             row = {
-                "workload": w, "variant": v, "repeats": len(rs),
+                "workload": w, "phase": phase, "variant": v, "repeats": len(rs),
                 "mib_s": mibs, "mib_s_all": [round(j["total"]["mib_s"], 1) for j in rs],
                 "iops": med([j["total"]["iops"] for j in rs]),
                 "ratio_to_vfs": (mibs / base_mibs) if base_mibs and mibs is not None else None,
@@ -193,7 +215,7 @@ def main():
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append("| {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {}/{} | {}/{} | {} |".format(
-            r["workload"], r["variant"], f(r["mib_s"]), f(r["ratio_to_vfs"], "{:.2f}"),
+            label(r), r["variant"], f(r["mib_s"]), f(r["ratio_to_vfs"], "{:.2f}"),
             f(r["server_cpu_s_per_gib"], "{:.2f}"), f(r["cache_peak_mib"], "{:.0f}"),
             f(r["cache_final_mib"], "{:.0f}"), f(r["dev_reads"], "{:.0f}"), f(r["dev_read_mib"], "{:.0f}"),
             f(r["dev_reads_per_write"], "{:.2f}"),
@@ -264,7 +286,7 @@ def main():
     for r in rows:
         p = r["plugin"]
         lines.append("| {} | {} | {} / {} | {} / {} | {} / {} | {} | {} | {} / {} |".format(
-            r["workload"], r["variant"], f(r["threads_d_mean"]), f(r["threads_d_peak"], "{:.0f}"),
+            label(r), r["variant"], f(r["threads_d_mean"]), f(r["threads_d_peak"], "{:.0f}"),
             f(r["server_threads_file_io_mean"]), f(r["server_threads_file_io_peak"], "{:.0f}"),
             f(r["server_threads_peak"], "{:.0f}"), f(r["iowq_threads_peak"], "{:.0f}"), f(r["iowq_d_mean"]),
             f(r["server_cpu_s_per_gib"], "{:.2f}"),
@@ -277,17 +299,17 @@ def main():
                   "| workload | mode | MiB/s io_uring / sync | io_uring ÷ sync | srv CPU s/GiB io_uring / sync "
                   "| threads in D mean io_uring / sync | server threads in file I/O mean io_uring / sync |",
                   "|---|---|---:|---:|---:|---:|---:|"]
-        for w in WORKLOADS:
+        for w in dict.fromkeys((r["workload"], r["phase"]) for r in rows):
             for a, b in pairs:
-                ra = next((r for r in rows if r["workload"] == w and r["variant"] == a), None)
-                rb = next((r for r in rows if r["workload"] == w and r["variant"] == b), None)
+                ra = next((r for r in rows if (r["workload"], r["phase"]) == w and r["variant"] == a), None)
+                rb = next((r for r in rows if (r["workload"], r["phase"]) == w and r["variant"] == b), None)
                 if not ra or not rb:
                     continue
                 ratio = ra["mib_s"] / rb["mib_s"] if ra["mib_s"] and rb["mib_s"] else None
                 for r in (ra, rb):
                     r["io_uring_over_sync"] = ratio
                 lines.append("| {} | {} | {} / {} | {} | {} / {} | {} / {} | {} / {} |".format(
-                    w, a, f(ra["mib_s"]), f(rb["mib_s"]), f(ratio, "{:.2f}"),
+                    label(ra), a, f(ra["mib_s"]), f(rb["mib_s"]), f(ratio, "{:.2f}"),
                     f(ra["server_cpu_s_per_gib"], "{:.2f}"), f(rb["server_cpu_s_per_gib"], "{:.2f}"),
                     f(ra["threads_d_mean"]), f(rb["threads_d_mean"]),
                     f(ra["server_threads_file_io_mean"]), f(rb["server_threads_file_io_mean"])))
@@ -316,6 +338,7 @@ def main():
         lines = []  # only workloads with a server of their own
     lines += server_tables(d, ids, result, failures, f)
     lines += pressure_tables(d, ids, result, failures, f)
+    lines += cpu_tables(result, f)
     for k, why in skipped.items():
         lines.append(f"\n{k}: skipped: {why}")
     for fl in failures:

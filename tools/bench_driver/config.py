@@ -13,7 +13,7 @@ from . import variants as variantlib
 # The workloads of the one shared server, in table order; those with a
 # server per variant; the pressure matrix's (a stream beside a working set
 # on a VFS export of its own).
-SHARED = ["mix", "randread", "randwrite", "reread", "interleave", "interleave_commit_end",
+SHARED = ["mix", "randread", "randwrite", "reread", "stream", "interleave", "interleave_commit_end",
           "interleave_commit_every", "interleave_slow", "mempressure", "commit", "latency"]
 OWN_SERVER = ["memory", "overload"]
 PRESSURE = ["seq_write", "seq_read", "multi_write", "noisy_writer", "noisy_writer_touch", "noisy_reader",
@@ -143,7 +143,7 @@ def parser():
     a = p.add_argument
     a("--quick", action="store_true", help="a smoke run: 1 repeat, small sizes, short loads")
     a("--out", help="the output directory (default: BUILD/bench-report-DATE)")
-    a("--size", help="bytes per variant of mix, reread, commit (1G; --quick 256M)")
+    a("--size", help="bytes per variant of mix, reread, stream, commit (1G; --quick 256M)")
     a("--runtime", help="seconds of randread and randwrite (5; --quick 2)")
     a("--repeats", help="repeats of the shared workloads (3; --quick 1)")
     a("--variants", help="comma-separated variants (default: all)")

@@ -1,7 +1,8 @@
 """The workloads of the one shared server: every variant's export on one
 ganesha.nfsd, each workload run on each variant in turn, repeat by
-repeat (runs/WORKLOAD.VARIANT.REPEAT.json). docs/benchmarks.md,
-"Workloads", says what each measures."""
+repeat (runs/WORKLOAD.VARIANT.REPEAT.json; a workload of several phases
+writes WORKLOAD-PHASE). docs/benchmarks.md, "Workloads", says what each
+measures."""
 
 import contextlib
 import os
@@ -40,6 +41,7 @@ class Shared:
             "randread": lambda v, r: self.measure("randread", v, r, self.random("randread")),
             "randwrite": lambda v, r: self.measure("randwrite", v, r, self.random("randwrite")),
             "reread": self.reread,
+            "stream": self.stream,
             "interleave": lambda v, r: self.measure("interleave", v, r,
                                                     dict(self.interleave, filename=f"ileave{r}")),
             "interleave_commit_end": lambda v, r: self.measure("interleave_commit_end", v, r,
@@ -79,6 +81,17 @@ class Shared:
         job = dict(rw="read", bs="1M", numjobs=4, iodepth=8, size=self.per_job, filename="mix")
         self.bench.quiet(v, job, drop_cache=self.dir(v), timeout=self.timeout)
         self.measure("reread", v, r, dict(job, verify=1), drop=False)
+
+    def stream(self, v, r):
+        """One writer, SIZE in 1 MiB WRITEs (iodepth 8) into an emptied file,
+        the COMMIT at close in the time; then the file read back cold:
+        phases write and read (their CPU per GiB is a mode's floor)."""
+        job = dict(bs="1M", numjobs=1, iodepth=8, size=self.cfg.size, filename="stream")
+        self.measure("stream-write", v, r, dict(job, rw="write", truncate=1))
+        self.measure("stream-read", v, r, dict(job, rw="read", verify=1))
+        path = os.path.join(self.dir(v), "stream.0")
+        if os.path.exists(path):
+            os.truncate(path, 0)  # the image holds one stream per variant at a time
 
     def mempressure(self, v, r):
         """mix with the server in a memory group of max(SIZE/4, 384 MiB)

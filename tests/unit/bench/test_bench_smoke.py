@@ -11,7 +11,9 @@ requests wait for a place under overload; that the pressure workloads
 ran for vfs, dontcache and direct with and without RWF_DONTCACHE, their
 working set read and verified beside every stream, the group's counters
 read, and dontcache took its fallback exactly where RWF_DONTCACHE was
-refused; and that the charts were drawn.
+refused; that the stream workload wrote and read back its data; that
+table.md reports the server's CPU per GiB for every phase; and that the
+charts were drawn.
 
 Run by ctest as bench_smoke (labels e2e, bench; BUILD from DCACHE_BUILD).
 """
@@ -105,6 +107,22 @@ def test_every_shared_workload_read_verified_data_with_its_threads_sampled(run):
             if x["threads_d_mean"] is None or x["server_threads_peak"] is None or x["server_threads_peak"] < 1:
                 bad.append(f"{w}/{v}: server thread sampling missing ({x['server_threads_peak']} threads)")
     assert not bad, "\n  ".join(["shared workloads:"] + bad)
+
+
+def test_the_stream_workload_wrote_and_read_back_verified_data(run):
+    r = run[1]
+    bad = []
+    for v in r["variants"]:
+        w, rd = row(r, "stream", v, "write"), row(r, "stream", v, "read")
+        if not w or not rd:
+            bad.append(f"stream/{v}: phases {'write' if w else ''} {'read' if rd else ''}")
+            continue
+        if not w["mib_s"] or not rd["mib_s"] or rd["verify_bytes"] <= 0 or rd["verify_errors"] or w["errors"]:
+            bad.append(f"stream/{v}: write {w['mib_s']} MiB/s, read {rd['mib_s']} MiB/s, "
+                       f"{rd['verify_bytes']} bytes verified, {rd['verify_errors']} verify errors")
+        if w["server_cpu_s_per_gib"] is None or rd["server_cpu_s_per_gib"] is None:
+            bad.append(f"stream/{v}: no CPU per GiB")
+    assert not bad, "\n  ".join(["stream:"] + bad)
 
 
 def test_every_sync_twin_got_its_io_uring_ratio(run):
@@ -214,6 +232,11 @@ def test_the_pressure_matrix_read_its_working_set_and_counted_the_group(run):
     assert not bad, "\n  ".join(bad)
 
 
-def test_the_charts_were_drawn(run):
+def test_table_md_reports_cpu_per_gib_of_every_phase_and_the_charts_were_drawn(run):
+    out = run[2]
+    table = (out / "table.md").read_text()
+    assert "## Server CPU per GiB by phase" in table, "table.md: no CPU per GiB section"
+    for line in ("| stream | write |", "| stream | read |", "| rwf, limit | seq_write | stream + WS |"):
+        assert line in table, f"table.md: no CPU per GiB row starting {line!r}"
     for chart in ("chart.png", "chart-cpu.png", "chart-pagecache.png"):
-        assert (run[2] / chart).stat().st_size > 0, f"no {chart}"
+        assert (out / chart).stat().st_size > 0, f"no {chart}"
