@@ -4,7 +4,8 @@ phase, variant), ratios to the VFS baseline, results.json, table.md and
 three charts: chart.png (throughput relative to VFS), chart-cpu.png
 (server CPU per GiB) and chart-pagecache.png (page-cache peak), one
 colour per variant. The pressure workloads (DIR/pressure/: a stream
-beside a working set, the server in a memory group) get tables of their
+beside a working set, the server in a memory group) and the one-export
+workloads (DIR/one_export/: both through one export) get tables of their
 own, and every measured phase of every kind a line of "Server CPU per
 GiB by phase" (bench_report_cpu.py).
 
@@ -22,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_report_charts import charts  # noqa: E402
 from bench_report_common import GiB, MiB, PHASES, WORKLOADS, fsal_counters, med  # noqa: E402
 from bench_report_cpu import cpu_tables  # noqa: E402
+from bench_report_one_export import one_export_tables  # noqa: E402
 from bench_report_pressure import pressure_tables  # noqa: E402
 
 
@@ -338,6 +340,7 @@ def main():
         lines = []  # only workloads with a server of their own
     lines += server_tables(d, ids, result, failures, f)
     lines += pressure_tables(d, ids, result, failures, f)
+    lines += one_export_tables(d, ids, result, failures, f)
     lines += cpu_tables(result, f)
     for k, why in skipped.items():
         lines.append(f"\n{k}: skipped: {why}")

@@ -66,7 +66,8 @@ def cpu_tables(result, f):
     parts = [("The shared server", result.get("rows", []), [workload]),
              ("A server per variant", server_rows(result.get("servers")), [workload]),
              ("Streaming beside a working set (the stream and the working set together)",
-              (result.get("pressure") or {}).get("rows", []), [where, workload])]
+              (result.get("pressure") or {}).get("rows", []), [where, workload]),
+             ("One export carrying both", (result.get("one_export") or {}).get("rows", []), [where, workload])]
     out = []
     for title, rows, keys in parts:
         body = table(rows, variants, keys, f)

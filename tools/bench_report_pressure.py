@@ -54,12 +54,12 @@ def load_json(path, failures):
         return None
 
 
-def pressure_run(base, ids, failures):
+def pressure_run(base, ids, failures, what="pressure"):
     """One run's figures from its files (base: the path without suffix)."""
     k, m, w, v, r = Path(base).name.split(".")
     a, z = read_counters(base + ".sys0"), read_counters(base + ".sys1")
     if not z:
-        failures.append(f"pressure {k} {m} {w} {v} {r}: no counters after the run")
+        failures.append(f"{what} {k} {m} {w} {v} {r}: no counters after the run")
         return None
 
     def dl(key):
@@ -69,7 +69,7 @@ def pressure_run(base, ids, failures):
         fl = Path(f"{base}.{part}.failed")
         if fl.exists():
             err = Path(f"{base}.{part}.err")
-            failures.append(f"pressure {k} {m} {w} {v} {r}: {part} failed: "
+            failures.append(f"{what} {k} {m} {w} {v} {r}: {part} failed: "
                             + (err.read_text()[-300:].strip() if err.exists() else fl.read_text().strip()))
     run = {"kernel": k, "memory": m, "workload": w, "variant": v, "repeat": r}
     limit = z.get("memcg.limit_in_bytes")
@@ -109,7 +109,8 @@ def pressure_run(base, ids, failures):
     if ws:
         rd = ws["read"]
         passes = ws.get("passes")
-        run["ws_mib_s"] = passes["mib_s"] if passes else ws["total"]["mib_s"]
+        # touch readers: the rate of a pass, none when no pass was complete
+        run["ws_mib_s"] = (passes["mib_s"] if passes["count"] else None) if passes else ws["total"]["mib_s"]
         run["ws_passes"] = passes["count"] if passes else None
         run["ws_pass_p50_ms"] = passes["p50_us"] / 1000 if passes and passes["count"] else None
         run["ws_ops"] = rd["ops"]
@@ -127,22 +128,23 @@ def pressure_run(base, ids, failures):
     else:
         run["plugin"] = {}
     if run["errors"]:
-        failures.append(f"pressure {k} {m} {w} {v} {r}: {run['errors']} errors")
+        failures.append(f"{what} {k} {m} {w} {v} {r}: {run['errors']} errors")
     return run
 
 
-def pressure_aggregate(d, ids, failures):
+def pressure_aggregate(d, ids, failures, sub="pressure"):
     """(rows, solo, config): medians over repeats per (kernel, memory,
-    workload, variant), each with its ratios within the run: the stream to
-    VFS's, the working set to its solo run (the mean of before and after)."""
-    pdir = d / "pressure"
+    workload, variant) of DIR/sub/, each with its ratios within the run:
+    the stream to VFS's, the working set to its solo run (the mean of
+    before and after)."""
+    pdir = d / sub
     config = load_json(pdir / "config.json", failures) or {}
     groups = {}
     for s0 in sorted(pdir.glob("*.sys0")):
         base = str(s0)[:-len(".sys0")]
         if len(Path(base).name.split(".")) != 5:
             continue
-        run = pressure_run(base, ids, failures)
+        run = pressure_run(base, ids, failures, sub)
         if run:
             groups.setdefault((run["kernel"], run["memory"], run["workload"], run["variant"]), []).append(run)
 

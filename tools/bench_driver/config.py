@@ -12,15 +12,17 @@ from . import variants as variantlib
 
 # The workloads of the one shared server, in table order; those with a
 # server per variant; the pressure matrix's (a stream beside a working set
-# on a VFS export of its own).
+# on a VFS export of its own); the one-export workloads (a stream and a
+# working set through the same export).
 SHARED = ["mix", "randread", "randwrite", "reread", "stream", "interleave", "interleave_commit_end",
           "interleave_commit_every", "interleave_slow", "mempressure", "commit", "latency"]
 OWN_SERVER = ["memory", "overload"]
 PRESSURE = ["seq_write", "seq_read", "multi_write", "noisy_writer", "noisy_writer_touch", "noisy_reader",
             "noisy_reader_touch", "lat_reader"]
-ALL = SHARED + OWN_SERVER + PRESSURE
+ONE_EXPORT = ["mixed", "reread_fit", "reread_big", "noisy_pair"]
+ALL = SHARED + OWN_SERVER + PRESSURE + ONE_EXPORT
 # names that stand for several workloads in --workloads
-FAMILIES = {"pressure": PRESSURE}
+FAMILIES = {"pressure": PRESSURE, "one_export": ONE_EXPORT}
 
 # (option, full default, --quick default); None: no default (see Config)
 DEFAULTS = {
@@ -38,6 +40,12 @@ DEFAULTS = {
     "pressure_ws": ("384M", "64M"), "pressure_limit": ("1G", "256M"), "pressure_stream": ("3G", "1G"),
     "pressure_runtime": ("20", "3"), "pressure_touch": ("8", "1.5"), "pressure_touches": ("3", "2"),
     "pressure_solo": ("10", "3"), "pressure_repeats": ("1", "1"), "pressure_ws_bs": ("64k", "64k"),
+    # the one-export workloads: `auto` joins these lists when the module
+    # accepts it (variants.auto_refused)
+    "one_export_variants": ("vfs,buffered,dontcache,fadvise,direct,direct_file_sync", "vfs,dontcache,direct"),
+    "one_export_runs": ("rwf.limit,rwf.whole", "rwf.limit,rwf.whole"),
+    "mixed_ws": ("384M", "64M"), "mixed_file": ("4M", "4M"), "mixed_stream": ("6G", "1G"),
+    "reread_fit": ("512M", "128M"), "reread_big": ("2G", "512M"),
 }
 
 # The shell driver's variables, and the option each became.
@@ -103,7 +111,7 @@ class Config:
     size: int
     runtime: float
     repeats: int
-    variants: list        # None until main resolves the default
+    variants: list        # None until main resolves the default (auto or not)
     workloads: list
     device_bps: int
 
@@ -138,15 +146,16 @@ def parser():
         prog="tools/bench-report.sh",
         description="Every DCACHE cache mode side by side against plain VFS on private ganesha.nfsd servers; "
                     "docs/benchmarks.md is the method, the workloads and the columns.",
-        epilog=f"Families: --workloads pressure (the eight pressure workloads). Workloads: {', '.join(ALL)}. "
-               f"Variants: {', '.join(variantlib.names())}.")
+        epilog="Families: --workloads pressure (the eight pressure workloads), --workloads one_export "
+               f"({', '.join(ONE_EXPORT)}). Workloads: {', '.join(ALL)}. Variants: "
+               f"{', '.join(variantlib.names())} (auto: only with a module that accepts it).")
     a = p.add_argument
     a("--quick", action="store_true", help="a smoke run: 1 repeat, small sizes, short loads")
     a("--out", help="the output directory (default: BUILD/bench-report-DATE)")
     a("--size", help="bytes per variant of mix, reread, stream, commit (1G; --quick 256M)")
     a("--runtime", help="seconds of randread and randwrite (5; --quick 2)")
     a("--repeats", help="repeats of the shared workloads (3; --quick 1)")
-    a("--variants", help="comma-separated variants (default: all)")
+    a("--variants", help="comma-separated variants (default: all, auto when the module accepts it)")
     a("--workloads", help="comma-separated workloads or families (default: all)")
     a("--memcg-limit", help="mempressure's memory group (default max(SIZE/4, 384M))")
     a("--perf", action="store_true", help="perf record -g of ganesha.nfsd during every measured run, "
@@ -171,7 +180,8 @@ def parser():
     g("--overload-variants", help="overload's variants (vfs,direct,direct_sync)")
     g("--overload-load", help="seconds of overload's load (20; --quick 5)")
     g("--overload-bps", help="overload's device throttle (50M)")
-    g = p.add_argument_group("streaming beside a working set (pressure)").add_argument
+    g = p.add_argument_group("streaming beside a working set (pressure; the one-export workloads share "
+                             "the group, touch, runtime, solo, repeats, verify and READ size)").add_argument
     g("--pressure-variants",
       help="vfs,buffered,dontcache,fadvise,direct,direct_file_sync (--quick vfs,dontcache,direct)")
     g("--pressure-runs", help="KERNEL.MEMORY runs: rwf.limit,norwf.limit,rwf.whole (--quick the limit two)")
@@ -185,6 +195,15 @@ def parser():
     g("--pressure-repeats", help="repeats (1)")
     g("--pressure-verify", action="store_true", help="verify every READ's pattern (off)")
     g("--pressure-ws-bs", help="the working set's READ size (64k)")
+    g = p.add_argument_group("one export carrying both (mixed, reread_fit, reread_big, noisy_pair)").add_argument
+    g("--one-export-variants", help="vfs,buffered,dontcache,fadvise,direct,direct_file_sync, and auto when the "
+      "module accepts it (--quick vfs,dontcache,direct, auto)")
+    g("--one-export-runs", help="KERNEL.MEMORY runs (rwf.limit,rwf.whole)")
+    g("--mixed-ws", help="mixed's working set, and noisy_pair's readers' data (384M; --quick 64M)")
+    g("--mixed-file", help="the size of each of its files (4M)")
+    g("--mixed-stream", help="mixed's stream, written then read (6G; --quick 1G)")
+    g("--reread-fit", help="reread_fit's data set, within the group (512M; --quick 128M)")
+    g("--reread-big", help="reread_big's, larger than the group (2G; --quick 512M)")
     return p
 
 
@@ -241,4 +260,6 @@ def parse(argv):
     if cfg.size_of("pressure_limit") <= cfg.size_of("pressure_ws"):
         raise UsageError(f"--pressure-limit ({cfg.knob('pressure_limit')}) must be above the working set "
                          f"({cfg.knob('pressure_ws')})")
+    if cfg.size_of("mixed_file") > cfg.size_of("mixed_ws"):
+        raise UsageError("--mixed-file must not be larger than --mixed-ws")
     return cfg

@@ -1,6 +1,7 @@
-"""The order of a run: the options, the build, the variants, machine.txt,
-then each kind of run on its servers (shared, a server per variant, the
-pressure matrix), then the report (tools/bench_report.py)."""
+"""The order of a run: the options, the build, the variants (`auto` only
+when the module accepts it), machine.txt, then each kind of run on its
+servers (shared, a server per variant, the pressure matrix, one export
+carrying both), then the report (tools/bench_report.py)."""
 
 import datetime
 import json
@@ -16,6 +17,7 @@ from dcache_testbed.procs import Timeout
 from dcache_testbed.server import Server, ServerError
 
 from . import config, shared, variants as variantlib
+from .one_export import OneExport, server_args
 from .own_server import OwnServer
 from .pressure import Pressure
 from .runner import Bench, log
@@ -63,13 +65,24 @@ class Driver:
                            stdout=sys.stderr)
 
     def choose_variants(self):
-        """--variants, or every variant."""
-        self.cfg.variants = self.cfg.variants or variantlib.names()
-        self.ids = variantlib.ids(self.cfg.variants)
+        """--variants, or every variant; `auto` asked for by name must be
+        accepted by the module, and joins the defaults only when it is."""
+        why = variantlib.auto_refused(self.check)
+        chosen = self.cfg.variants
+        if chosen is None:
+            chosen = [v for v in variantlib.names() if v != "auto" or not why]
+            if why:
+                log(f"variant auto left out: the module refuses it ({why})")
+        elif "auto" in chosen and why:
+            raise Failed(f"variant auto: the module {self.plugin} refuses IO_Cache_Read/IO_Cache_Write = auto "
+                         f"({why}); build one that has it, or leave auto out of --variants")
+        self.cfg.variants = chosen
+        self.ids = variantlib.ids(chosen)
 
     def family_variants(self, knob):
-        """The variants of --variants that a family's list names."""
-        wanted = self.cfg.list_of(knob)
+        """The variants of --variants that a family's list names (auto
+        with them whenever it runs)."""
+        wanted = self.cfg.list_of(knob) + (["auto"] if knob == "one_export_variants" else [])
         return [v for v in self.cfg.variants if v in wanted]
 
     def server(self, name, **kw):
@@ -151,8 +164,8 @@ class Driver:
                 self.run_server(f"{w}.{v}", body, exports=[variantlib.export(v, self.ids[v])], image_size=image)
 
     def groups_family(self, family, workloads, knob_variants, knob_runs, make, server_kw, describe):
-        """The pressure matrix: a server per kernel mode, results in
-        DIR/family/."""
+        """The pressure matrix or the one-export workloads: a server per
+        kernel mode, results in DIR/family/."""
         pdir = os.path.join(self.out, family)
         os.makedirs(pdir, exist_ok=True)
         vs = self.family_variants(knob_variants)
@@ -196,6 +209,23 @@ class Driver:
         self.groups_family("pressure", workloads, "pressure_variants", "pressure_runs",
                            lambda srv, b, pdir, k, vs: Pressure(c, srv, b, pdir, k, vs), server_kw, describe)
 
+    def one_export(self, workloads):
+        c = self.cfg
+
+        def describe(vs, runs):
+            return {"ws": c.size_of("mixed_ws"), "file": c.size_of("mixed_file"), "stream": c.size_of("mixed_stream"),
+                    "reread_fit": c.size_of("reread_fit"), "reread_big": c.size_of("reread_big"),
+                    "limit": c.size_of("pressure_limit"), "runtime": c.seconds_of("pressure_runtime"),
+                    "touch": c.seconds_of("pressure_touch"), "solo": c.seconds_of("pressure_solo"),
+                    "runs": ",".join(runs), "variants": ",".join(vs), "fs": c.fs}
+        self.note(f"one export: working set {c.knob('mixed_ws')} in files of {c.knob('mixed_file')}, stream "
+                  f"{c.knob('mixed_stream')}, reread {c.knob('reread_fit')} / {c.knob('reread_big')}, memory group "
+                  f"{c.knob('pressure_limit')}, runs {c.knob('one_export_runs')}, variants "
+                  f"{','.join(self.family_variants('one_export_variants'))}")
+        self.groups_family("one_export", workloads, "one_export_variants", "one_export_runs",
+                           lambda srv, b, pdir, k, vs: OneExport(c, srv, b, pdir, k, vs),
+                           lambda vs: server_args(c, vs, self.ids), describe)
+
     # ------------------------------------------------------------ all --
     def run(self):
         if os.geteuid() != 0:
@@ -216,6 +246,8 @@ class Driver:
             self.own_servers(self.cfg.in_family(config.OWN_SERVER))
         if self.cfg.in_family(config.PRESSURE):
             self.pressure(self.cfg.in_family(config.PRESSURE))
+        if self.cfg.in_family(config.ONE_EXPORT):
+            self.one_export(self.cfg.in_family(config.ONE_EXPORT))
         self.note(f"elapsed: {time.monotonic() - start:.0f} s")
         report = subprocess.run([sys.executable, os.path.join(TOP, "tools", "bench_report.py"), self.out], check=False)
         log(f"results in {self.out} (table.md, results.json, chart.png, chart-cpu.png, chart-pagecache.png)")

@@ -9,8 +9,8 @@ readers started together, the readers until the stream is over; the
 group's and the machine's counters before and after (.sys0/.sys1).
 docs/benchmarks.md, "Streaming beside a working set".
 
-GroupRuns is a phase run in a memory group, its counters, its line in
-the log; Pressure the matrix's runs made of it."""
+GroupRuns is what this and the one-export workloads share: a phase run
+in a memory group, its counters, its line in the log."""
 
 import json
 import os

@@ -1,6 +1,10 @@
 """The variants: one export each, a plain VFS baseline and a DCACHE export
 per mode (docs/benchmarks.md, "Variants"), written by dcache_testbed's
-export builder."""
+export builder; and whether the module accepts `auto`."""
+
+import os
+import subprocess
+import tempfile
 
 from dcache_testbed import exports
 
@@ -29,6 +33,8 @@ VARIANTS = {
     "direct_mem_buffered": _modes("direct", Direct_Misaligned_Memory="buffered"),
     "direct_data_sync": _modes("direct", "direct_data_sync"),
     "direct_file_sync": _modes("direct", "direct_file_sync"),
+    # per file, from how the file is used; refused by a module without it
+    "auto": _modes("auto"),
 }
 FIRST_ID = 20
 
@@ -50,3 +56,19 @@ def ids(chosen):
     """variant -> Export_Id, the same on every server of a run
     (variants.txt; the report finds each export's counters by it)."""
     return {v: FIRST_ID + i for i, v in enumerate(chosen)}
+
+
+def auto_refused(check):
+    """Why the module refuses `auto` ("" when it accepts it), asked of its
+    dcache-check (the plugin's own checks, no server): the line it prints.
+    A missing dcache-check answers that it cannot tell."""
+    if not os.access(check, os.X_OK):
+        return f"no dcache-check at {check} to ask"
+    with tempfile.TemporaryDirectory(prefix="dcache-bench-auto.") as d:
+        conf = os.path.join(d, "ganesha.conf")
+        with open(conf, "w", encoding="utf-8") as f:
+            f.write(export("auto", FIRST_ID).block(d))
+        res = subprocess.run([check, conf], capture_output=True, text=True, check=False)
+    if res.returncode == 0:
+        return ""
+    return (res.stderr.strip().splitlines() or [f"dcache-check exited {res.returncode}"])[-1]

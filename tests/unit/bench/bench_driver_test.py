@@ -1,7 +1,7 @@
 """Unit tests of the benchmark driver's pure parts (tools/bench_driver):
 the options and their defaults, the shell driver's variables refused
-with the option that replaced them, the variants' EXPORT blocks, a
-refused export named by its variant, a run's log line."""
+with the option that replaced them, the variants' EXPORT blocks, the
+check of whether the module accepts `auto`, a run's log line."""
 
 import json
 import os
@@ -37,13 +37,14 @@ def test_quick_and_full_defaults():
     assert (quick.size, quick.runtime, quick.repeats) == (256 * MiB, 2, 1)
     assert full.size_of("pressure_limit") == 1 << 30 and quick.size_of("pressure_limit") == 256 * MiB
     assert quick.list_of("pressure_variants") == ["vfs", "dontcache", "direct"]
+    assert full.knob("one_export_runs") == "rwf.limit,rwf.whole"
     assert config.parse(["--quick", "--pressure-ws", "16M"]).size_of("pressure_ws") == 16 * MiB
     assert full.variants is None, "the default variants wait for the module's answer about auto"
 
 
 def test_workload_families_expand_in_order_without_duplicates():
-    cfg = config.parse(["--workloads", "mix,pressure,seq_write"])
-    assert cfg.workloads == ["mix"] + config.PRESSURE
+    cfg = config.parse(["--workloads", "mix,pressure,seq_write,one_export"])
+    assert cfg.workloads == ["mix"] + config.PRESSURE + config.ONE_EXPORT
     assert config.parse([]).workloads == config.ALL
 
 
@@ -55,6 +56,7 @@ def test_workload_families_expand_in_order_without_duplicates():
     (["--repeats", "0"], "--repeats 0: must be a positive integer"),
     (["--pressure-touch", "soon"], "--pressure-touch soon: must be seconds"),
     (["--pressure-ws", "2G"], "--pressure-limit .* must be above the working set"),
+    (["--mixed-file", "1G", "--mixed-ws", "64M"], "--mixed-file must not be larger"),
 ])
 def test_bad_options_are_refused_with_the_reason(argv, message):
     with pytest.raises(config.UsageError, match=message):
@@ -87,8 +89,23 @@ def test_the_variants_exports_are_the_reports_blocks():
     assert "IO_Cache_Write = direct_file_sync;" in variants.export("direct_file_sync", 34).block("/m")
     vfs = variants.export("vfs", 20, path="one/vfs").block("/m")
     assert 'Path = "/m/one/vfs"; Pseudo = /vfs;' in vfs and vfs.count("FSAL {") == 1
-    assert variants.ids(["vfs", "direct"]) == {"vfs": 20, "direct": 21}
-    assert variants.names()[0] == "vfs" and variants.names()[-1] == "direct_file_sync"
+    assert variants.ids(["vfs", "auto"]) == {"vfs": 20, "auto": 21}
+    assert variants.names()[0] == "vfs" and variants.names()[-1] == "auto"
+
+
+def fake_check(tmp_path, status, line=""):
+    check = tmp_path / "dcache-check"
+    check.write_text(f"#!/bin/sh\ngrep -q 'IO_Cache_Read = auto;' \"$1\" || exit 9\necho '{line}' >&2\n"
+                     f"exit {status}\n")
+    check.chmod(0o755)
+    return str(check)
+
+
+def test_whether_the_module_takes_auto_is_asked_of_its_dcache_check(tmp_path):
+    assert variants.auto_refused(fake_check(tmp_path, 0)) == ""
+    why = variants.auto_refused(fake_check(tmp_path, 1, 'x.conf:4: IO_Cache_Read = "auto" is not valid'))
+    assert why == 'x.conf:4: IO_Cache_Read = "auto" is not valid'
+    assert "no dcache-check at" in variants.auto_refused(str(tmp_path / "missing"))
 
 
 def test_a_job_becomes_dcache_bench_keys():
