@@ -6,6 +6,7 @@ tools/bench_report_pressure.py takes the differences of."""
 import os
 import time
 
+from dcache_testbed import cgroups
 from dcache_testbed.cgroups import Unavailable  # noqa: F401  (re-exported: what callers catch)
 
 
@@ -28,6 +29,15 @@ def memory(srv, limit=None):
     """The server alone in a fresh memory group, limited to limit bytes
     (None: unlimited, its counters still read): a context manager."""
     return srv.cgroup("memory", {"memory.limit_in_bytes": limit if limit else -1})
+
+
+def available(controller):
+    """"" when a group of controller can be made here, else why not."""
+    try:
+        with cgroups.Group(controller):
+            return ""
+    except cgroups.Unavailable as e:
+        return str(e)
 
 
 def kswapd_pids():

@@ -16,7 +16,7 @@ from dcache_testbed import releases
 from dcache_testbed.procs import Timeout
 from dcache_testbed.server import Server, ServerError
 
-from . import config, shared, variants as variantlib
+from . import config, groups, shared, variants as variantlib
 from .one_export import OneExport, server_args
 from .own_server import OwnServer
 from .pressure import Pressure
@@ -169,8 +169,9 @@ class Driver:
         pdir = os.path.join(self.out, family)
         os.makedirs(pdir, exist_ok=True)
         vs = self.family_variants(knob_variants)
-        if not vs:
-            why = f"no variant of --variants in --{knob_variants.replace('_', '-')}"
+        why = groups.available("memory")
+        if not vs or why:
+            why = why or f"no variant of --variants in --{knob_variants.replace('_', '-')}"
             log(f"{family}: {why}; skipped")
             with open(os.path.join(pdir, "skipped"), "w", encoding="utf-8") as f:
                 f.write(why + "\n")
@@ -232,6 +233,8 @@ class Driver:
             raise Failed("must run as root (loop devices, mounts, namespaces)")
         self.ensure_built()
         self.choose_variants()
+        if self.cfg.device_bps and groups.available("blkio"):
+            raise Failed(f"--device-bps: no device throttle here ({groups.available('blkio')})")
         self.out = os.path.abspath(self.cfg.out or os.path.join(
             self.build, "bench-report-" + time.strftime("%Y%m%d-%H%M%S")))
         os.makedirs(os.path.join(self.out, "runs"), exist_ok=True)
