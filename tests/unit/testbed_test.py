@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 # pylint: disable=wrong-import-position
-from dcache_testbed import exports, gtest, matrix, releases, stats  # noqa: E402
+from dcache_testbed import cgroups, exports, gtest, matrix, releases, stats  # noqa: E402
 
 
 def test_a_dcache_export_stacks_on_vfs_with_its_settings_in_order():
@@ -127,3 +127,19 @@ def test_heads_and_ceph_addresses_are_on_the_test_network():
     conf = ceph.ceph_conf("/d", "f-s-i-d", "192.0.2.2")
     assert "mon host = [v2:192.0.2.2:3300,v1:192.0.2.2:6789]\n" in conf and "public network = 192.0.2.0/24\n" in conf
     assert "keyring = /d/$cluster.$name.keyring" in conf and "osd objectstore = memstore" in conf
+
+
+MOUNTINFO = """\
+22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw
+30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+31 25 0:27 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+35 25 0:31 / /sys/fs/cgroup/net\\040cls rw,relatime - cgroup cgroup rw,net_cls,net_prio
+36 25 0:32 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+
+
+def test_a_cgroup_hierarchy_is_found_by_its_controller_in_mountinfo():
+    assert cgroups.hierarchy("memory", MOUNTINFO) == "/sys/fs/cgroup/memory"
+    assert cgroups.hierarchy("net_prio", MOUNTINFO) == "/sys/fs/cgroup/net cls"
+    assert cgroups.hierarchy("blkio", MOUNTINFO) == "", "no blkio hierarchy is mounted"
+    assert cgroups.hierarchy("cpuacct", MOUNTINFO) == "", "cpu's hierarchy is not cpuacct's"

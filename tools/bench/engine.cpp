@@ -345,9 +345,9 @@ bool engine::run_phase(phase_result& out, const char* phase_name) {
       t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(spec.runtime));
   if (spec.pass_interval > 0)
     for (auto& c : conns) {
-      // the first pass one interval after the start
-      c->next_pass = t0 + std::chrono::duration_cast<clock_type::duration>(
-                              std::chrono::duration<double>(spec.pass_interval));
+      // the first pass one interval after the start, or pass_first
+      c->next_pass = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(
+                              spec.pass_first >= 0 ? spec.pass_first : spec.pass_interval));
       c->not_before = c->next_pass;
     }
   for (auto& c : conns) pump(*c);

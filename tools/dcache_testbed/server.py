@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 from . import exports as exportlib
-from . import releases, stats
+from . import cgroups, releases, stats
 from .procs import Child, Timeout, wait_for
 
 MKFS = {"xfs": ["mkfs.xfs", "-q"], "ext4": ["mkfs.ext4", "-q", "-F"], "btrfs": ["mkfs.btrfs", "-q", "-f"]}
@@ -211,7 +211,11 @@ class Server:
                  if missing) and keep, across servers (the crash test)
     extra_fs     (name, size): a second filesystem mounted at mnt/name before
                  the server starts, on a loop device of its own (its
-                 /sys/block/loopN/stat counts its exports' I/O alone)
+                 /sys/block/loopN/stat counts its exports' I/O alone); or a
+                 list of them, mounted in order (a name may be a path below
+                 mnt, inside an export's directory: the export serves it
+                 too); extra_loopdevs maps each name to its device,
+                 extra_loopdev is the first's
     backend      IO_Backend for every DCACHE export that sets none
     plugin       the DCACHE module (default: $DCACHE_PLUGIN for the host's
                  release, the release's build otherwise); stock=True: no
@@ -249,6 +253,7 @@ class Server:
             or self.release.plugin
         self.stack = contextlib.ExitStack()
         self.state = self.mnt = self.loopdev = self.extra_loopdev = ""
+        self.extra_loopdevs = {}
         self.ns = self.ganesha = None
         self.bus = ""
         self.stopped_status = None
@@ -333,12 +338,13 @@ class Server:
             make_image(image, self.image_size, self.fs)
             self.loopdev = mount_image(self.stack, image, self.mnt)
         loopdevs = [self.loopdev]
-        if self.extra_fs:
-            name, size = self.extra_fs
-            make_image(os.path.join(self.state, f"{name}.img"), size, self.fs)
-            self.extra_loopdev = mount_image(self.stack, os.path.join(self.state, f"{name}.img"),
-                                             os.path.join(self.mnt, name))
-            loopdevs.append(self.extra_loopdev)
+        extra = [self.extra_fs] if isinstance(self.extra_fs, tuple) else list(self.extra_fs or [])
+        for name, size in extra:
+            extra_image = os.path.join(self.state, name.replace("/", "_") + ".img")
+            make_image(extra_image, size, self.fs)
+            self.extra_loopdevs[name] = mount_image(self.stack, extra_image, os.path.join(self.mnt, name))
+            loopdevs.append(self.extra_loopdevs[name])
+        self.extra_loopdev = self.extra_loopdevs[extra[0][0]] if extra else ""
         if not self.stock:
             self._plugin_dir()
         self.write_conf()
@@ -516,3 +522,18 @@ class Server:
         of every DCACHE export's by id."""
         every = stats.read(self)
         return every if export_id is None else every.get(export_id, stats.Counters({}))
+
+    # --------------------------------------------------------- placement --
+    def cgroup(self, controller, settings=None):
+        """ganesha.nfsd alone in a new cgroup v1 group of controller with
+        settings, while the returned cgroups.Group is entered (raises
+        cgroups.Unavailable where there is no such hierarchy)."""
+        return cgroups.Group(controller, settings, [self.pid])
+
+    def perf_record(self, path, freq=999):
+        """`perf record -g` of ganesha.nfsd (every thread) into path, its
+        messages into path.err, until the returned Child is stopped (perf
+        writes its file on SIGTERM)."""
+        with open(path + ".err", "wb") as err:
+            return Child(["perf", "record", "-q", "-g", "-F", str(freq), "-p", str(self.pid), "-o", path],
+                         "perf record", grace=30, stdout=err, stderr=subprocess.STDOUT)
