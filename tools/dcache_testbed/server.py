@@ -255,13 +255,16 @@ class Server:
     own_group    every process it starts in a process group of its own: a
                  terminal's Ctrl-C (SIGINT to the foreground group) reaches
                  the caller alone, which stops them in order
+    state_dir    the state dir to use and keep (made if missing), instead of
+                 a new one removed at the end: with image= in it, what the
+                 next server there starts from (the demo's ./state)
     """
 
     def __init__(self, release=None, exports=None, conf_extra="", fs="xfs", image_size="2G", image=None,
                  extra_fs=None, backend=None, plugin=None, stock=False, mount_at=None, core_lines=(),
                  ganesha_env=None, log_level="DEBUG", timeout=30, wait_pseudo="/vfs", keep=False,
                  nfsv4_lines=None, shared_fs=None, on_namespace=None, root_binds=(),
-                 host_net=False, own_group=False):
+                 host_net=False, own_group=False, state_dir=None):
         self.release = release or releases.select()
         self.exports = list(exportlib.default_exports() if exports is None else exports)
         self.conf_extra, self.fs, self.image_size, self.image = conf_extra, fs, image_size, image
@@ -273,6 +276,7 @@ class Server:
         self.root_binds = list(root_binds)
         self.host_net = host_net
         self.child_args = {"process_group": 0} if own_group else {}
+        self.state_dir = state_dir
         self.plugin = plugin or (os.environ.get("DCACHE_PLUGIN") if not self.release.root else None) \
             or self.release.plugin
         self.stack = contextlib.ExitStack()
@@ -358,11 +362,17 @@ class Server:
             listening = port_listeners(2049)
             if listening:
                 raise ServerError(f"port 2049 is already in use (another NFS server?): {listening}")
-        self.state = tempfile.mkdtemp(prefix="dcache-e2e.", dir=os.environ.get("TMPDIR", "/tmp"))
-        os.chmod(self.state, 0o755)
-        self.stack.callback(self._remove_state)
+        if self.state_dir:
+            self.state = os.path.abspath(self.state_dir)
+            os.makedirs(self.state, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.state, "ganesha.log"))  # the previous server's
+        else:
+            self.state = tempfile.mkdtemp(prefix="dcache-e2e.", dir=os.environ.get("TMPDIR", "/tmp"))
+            os.chmod(self.state, 0o755)
+            self.stack.callback(self._remove_state)
         self.mnt = os.path.join(self.state, "mnt")
-        os.makedirs(os.path.join(self.state, "recov"))
+        os.makedirs(os.path.join(self.state, "recov"), exist_ok=True)
         if self.shared_fs:
             self.mnt, self.loopdev = self.shared_fs
         else:
@@ -395,7 +405,8 @@ class Server:
 
     def _plugin_dir(self):
         r, d = self.release, self.plugins_dir
-        os.makedirs(d, exist_ok=True)
+        shutil.rmtree(d, ignore_errors=True)  # a kept state dir's, from an earlier server
+        os.makedirs(d)
         for module in ("libfsalvfs.so", "libfsalnull.so"):
             if os.path.exists(r.in_root(os.path.join(releases.FSAL_DIR, module))):
                 os.symlink(os.path.join(releases.FSAL_DIR, module), os.path.join(d, module))
@@ -438,6 +449,8 @@ class Server:
         sock_dir = os.path.join(self.state, "dbus")
         os.makedirs(sock_dir, exist_ok=True)
         sock = os.path.join(sock_dir, "system_bus_socket")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(sock)  # a kept state dir's, from a server killed outright
         conf = os.path.join(self.state, "dbus.conf")
         with open(conf, "w", encoding="utf-8") as f:
             f.write(private_dbus_conf(sock))
