@@ -258,13 +258,17 @@ class Server:
     state_dir    the state dir to use and keep (made if missing), instead of
                  a new one removed at the end: with image= in it, what the
                  next server there starts from (the demo's ./state)
+    dirs         directories made on the filesystem (relative to mnt, or
+                 absolute below mount_at) before the server starts: the
+                 paths of exports it reads from elsewhere (conf_extra's
+                 %include of an installed file)
     """
 
     def __init__(self, release=None, exports=None, conf_extra="", fs="xfs", image_size="2G", image=None,
                  extra_fs=None, backend=None, plugin=None, stock=False, mount_at=None, core_lines=(),
                  ganesha_env=None, log_level="DEBUG", timeout=30, wait_pseudo="/vfs", keep=False,
                  nfsv4_lines=None, shared_fs=None, on_namespace=None, root_binds=(),
-                 host_net=False, own_group=False, state_dir=None):
+                 host_net=False, own_group=False, state_dir=None, dirs=()):
         self.release = release or releases.select()
         self.exports = list(exportlib.default_exports() if exports is None else exports)
         self.conf_extra, self.fs, self.image_size, self.image = conf_extra, fs, image_size, image
@@ -277,6 +281,7 @@ class Server:
         self.host_net = host_net
         self.child_args = {"process_group": 0} if own_group else {}
         self.state_dir = state_dir
+        self.dirs = list(dirs)
         self.plugin = plugin or (os.environ.get("DCACHE_PLUGIN") if not self.release.root else None) \
             or self.release.plugin
         self.stack = contextlib.ExitStack()
@@ -388,6 +393,8 @@ class Server:
             loopdevs.append(self.extra_loopdev)
         if not self.stock:
             self._plugin_dir()
+        for d in self.dirs:
+            self._make_export_dir(d if os.path.isabs(d) else os.path.join(self.mnt, d))
         self.write_conf()
         net = None if self.host_net else f"dcache-e2e-{os.getpid()}-{os.path.basename(self.state).split('.')[-1]}"
         self.ns = Namespace(self.stack, self.state, net, r, loopdevs, self._root_binds(),
