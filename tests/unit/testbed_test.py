@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 # pylint: disable=wrong-import-position
-from dcache_testbed import exports, gtest, matrix, releases, stats  # noqa: E402
+from dcache_testbed import exports, freshroot, gtest, matrix, releases, stats  # noqa: E402
 
 
 def test_a_dcache_export_stacks_on_vfs_with_its_settings_in_order():
@@ -127,3 +127,15 @@ def test_heads_and_ceph_addresses_are_on_the_test_network():
     conf = ceph.ceph_conf("/d", "f-s-i-d", "192.0.2.2")
     assert "mon host = [v2:192.0.2.2:3300,v1:192.0.2.2:6789]\n" in conf and "public network = 192.0.2.0/24\n" in conf
     assert "keyring = /d/$cluster.$name.keyring" in conf and "osd objectstore = memstore" in conf
+
+
+def test_a_fresh_root_takes_the_archive_of_this_machines_own_suite():
+    sources = ("Types: deb deb-src\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\n\n"
+               "Types: deb deb-src\nURIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\n"
+               "Components: main\n")
+    assert freshroot.archive_uri("bookworm", sources) == "http://mirror.example/debian"
+    assert freshroot.archive_uri("trixie", sources) == ""
+    listed = "deb-src http://a/debian bookworm main\ndeb [arch=amd64] http://b/debian/ bookworm main\n"
+    assert freshroot.archive_uri("bookworm", "", listed) == "http://b/debian"
+    assert freshroot.archive_uri("bookworm", "Types: deb-src\nURIs: http://c\nSuites: bookworm\n", listed) \
+        == "http://b/debian"

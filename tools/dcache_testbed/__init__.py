@@ -13,6 +13,7 @@ benchmark: the one library that starts and stops them.
   inroot     a command chrooted in a release's root (Release.chroot_argv)
   gtest      the C++ end-to-end programs run against a server, judged
   matrix     the server variants: filesystem x backend x RWF_DONTCACHE
+  freshroot  a new Debian root of a suite, as a new machine has it
 
 Everything a server needs is made when it starts and undone when it stops,
 also when a step fails, in the reverse order (contextlib.ExitStack): loop
