@@ -1,15 +1,15 @@
-"""The Debian package as an operator gets it: ci/package.sh builds
-nfs-ganesha-dcache (lintian clean), dpkg installs it, and a ganesha.nfsd
-with no Plugins_Dir (Ganesha's default directory, where the package puts
-the module beside VFS's) serves the installed example exports (%include
-"/etc/ganesha/dcache.conf", unchanged: the test's XFS is mounted at their
-/srv/nfs inside the server's namespaces) to a real client; the installed
-dcache-stats reads their counters; the installed dcache-check serves the
-example exports the server serves; the man pages resolve; the examples
-carry deploy/ (the Ansible role, the CTDB callout, all it holds) and
-config/, and every deploy/ or config/ path the shipped documents cite is
-among them. The package is purged afterwards unless it was installed
-before the test.
+"""The Debian package as an operator gets it: README's build step
+(ci/package.sh, conftest.py) builds nfs-ganesha-dcache, lintian clean; dpkg
+installs it; a ganesha.nfsd with no Plugins_Dir (Ganesha's default
+directory, where the package puts the module beside VFS's) serves the
+installed example exports (%include "/etc/ganesha/dcache.conf", unchanged:
+the test's XFS is mounted at their /srv/nfs inside the server's
+namespaces) to a real client; the installed dcache-stats reads their
+counters; the installed dcache-check serves the example exports the server
+serves; the man pages resolve; the examples carry deploy/ (the Ansible
+role, the CTDB callout, all it holds) and config/, and every deploy/ or
+config/ path the shipped documents cite is among them. The package is
+purged afterwards unless it was installed before the test.
 
 DCACHE_GANESHA=X (6.5 or 9.14): the same inside that release's Debian root
 (ci/setup.sh --ganesha X): ci/package.sh --ganesha X builds the package
@@ -52,17 +52,10 @@ def is_installed(release):
 
 
 @pytest.fixture(scope="module")
-def package(release, tmp_path_factory):
-    """The package built, installed, and purged at the end; its .deb."""
-    if os.geteuid() != 0:
-        pytest.skip("dpkg, loop devices and namespaces need root")
-    out = str(tmp_path_factory.mktemp("deb"))
+def package(release, deb):
+    """The package README's build step made (conftest.py), installed, and
+    purged at the end; its .deb."""
     was_installed = is_installed(release)
-    res = subprocess.run([os.path.join(releases.TOP, "ci", "package.sh"), "--ganesha", release.name, out],
-                         env=dict(os.environ, DCACHE_SKIP_SETUP="1"), capture_output=True, text=True, check=False)
-    assert res.returncode == 0, \
-        f"ci/package.sh --ganesha {release.name} failed (build or lintian):\n{res.stdout[-3000:]}{res.stderr[-3000:]}"
-    deb = next(os.path.join(out, f) for f in os.listdir(out) if f.startswith(PKG + "_") and f.endswith(".deb"))
     # in a root, the .deb is put where dpkg there finds it
     staged = release.in_root(f"/tmp/{os.path.basename(deb)}")
     if release.root:
@@ -132,16 +125,17 @@ def test_the_examples_carry_deploy_and_config(package):
     assert entries[callout].startswith("-rwx"), f"{callout} is not executable: {entries[callout]}"
 
 
-def test_the_documents_cite_only_examples_it_has(package):
+def test_the_documents_cite_only_examples_it_has(package, tmp_path):
     entries = contents(package)
     docs = [p for p in entries if p.startswith(DOC + "/") and not p.startswith(EXAMPLES)
             and re.search(r"\.md(\.gz)?$", p)]
     assert docs, f"no documents in {DOC}"
-    workdir = os.path.dirname(package)
-    subprocess.run(["dpkg-deb", "-x", package, os.path.join(workdir, "x")], check=True)
+    unpacked = str(tmp_path / "x")
+    subprocess.run(["dpkg-deb", "-x", package, unpacked], check=True)
     missing = []
     for doc in docs:
-        data = open(os.path.join(workdir, "x") + doc, "rb").read()  # pylint: disable=consider-using-with
+        with open(unpacked + doc, "rb") as f:
+            data = f.read()
         text = (gzip.decompress(data) if doc.endswith(".gz") else data).decode()
         cited = {p.rstrip("./") for p in CITED.findall(text)}
         missing += [f"{os.path.basename(doc)} cites {p}" for p in sorted(cited) if f"{EXAMPLES}/{p}" not in entries]
