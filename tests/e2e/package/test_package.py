@@ -152,7 +152,7 @@ def test_the_installed_module_serves_the_example_exports(release, package, make_
                       mount_at="/srv/nfs", dirs=paths, log_level="INFO")
     source = srv.run(["findmnt", "-n", "-o", "SOURCE", "/srv/nfs"], quiet=True).stdout.strip()
     assert source == srv.loopdev, f"/srv/nfs is not the test's filesystem in the namespace: {source}"
-    module = release.in_root(f"{releases.FSAL_DIR}/libfsaldcache.so")
+    module = os.path.realpath(release.in_root(f"{releases.FSAL_DIR}/libfsaldcache.so"))
     with open(f"/proc/{srv.pid}/maps", encoding="utf-8") as f:
         assert f" {module}\n" in f.read(), f"ganesha.nfsd did not load the installed {module}"
 

@@ -11,7 +11,7 @@ README's order, by role:
           new `debootstrap --variant=minbase` root of the suite
           (dcache_testbed.freshroot; trixie-backports in its apt sources
           for 9.14), its /srv an XFS filesystem of its own (the data
-          disk), apt answered "y" as a person would
+          disk), every question answered yes as a person would
   start   `systemctl restart nfs-ganesha`: no init runs in the root, so the
           test starts what the machine's would, the root's own rpcbind,
           system bus (dbus-daemon --system) and the nfs-ganesha unit's
@@ -44,7 +44,6 @@ from dcache_testbed.procs import Child, Timeout, wait_for
 from readme import steps, suite_of
 
 CLIENT_UID = 1000
-YES = "y\n" * 100  # apt-get's "Do you want to continue? [Y/n]"
 
 
 def test_readme_marks_every_suites_steps():
@@ -82,9 +81,16 @@ class Machine:
                        check=True)
 
     def as_root(self, block, timeout=1200):
-        """A server block, as root in /root, on this machine's network."""
-        return subprocess.run(self.mount_ns + self.root.argv(["/bin/sh", "-ec", block], cwd="/root"), input=YES,
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        """A server block, as root in /root, on this machine's network;
+        every question (apt-get's "Do you want to continue? [Y/n]")
+        answered yes, as a person following README would."""
+        with subprocess.Popen(["yes"], stdout=subprocess.PIPE) as yes:
+            try:
+                return subprocess.run(self.mount_ns + self.root.argv(["/bin/sh", "-ec", block], cwd="/root"),
+                                      stdin=yes.stdout, capture_output=True, text=True, timeout=timeout,
+                                      check=False)
+            finally:
+                yes.kill()
 
     def in_ns(self, argv, **kw):
         return subprocess.run(self.ns.argv(argv), capture_output=True, text=True, check=False, **kw)
