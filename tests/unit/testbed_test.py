@@ -155,3 +155,27 @@ def test_a_fresh_root_takes_the_archive_of_this_machines_own_suite():
     assert freshroot.archive_uri("bookworm", "", listed) == "http://b/debian"
     assert freshroot.archive_uri("bookworm", "Types: deb-src\nURIs: http://c\nSuites: bookworm\n", listed) \
         == "http://b/debian"
+
+
+def test_an_image_for_4k_sectors_is_made_with_4k_sectors():
+    from dcache_testbed import server  # pylint: disable=import-outside-toplevel
+    assert server.mkfs_argv("xfs") == ["mkfs.xfs", "-q"]
+    assert server.mkfs_argv("xfs", 4096) == ["mkfs.xfs", "-q", "-s", "size=4096"]
+    assert server.mkfs_argv("ext4", 4096)[-2:] == ["-b", "4096"]
+    assert server.mkfs_argv("btrfs", 4096)[-2:] == ["--sectorsize", "4096"]
+    with pytest.raises(server.ServerError, match="xfs, ext4 or btrfs"):
+        server.mkfs_argv("zfs")
+
+
+def test_kernel_records_and_the_shutdowns_of_one_device():
+    from dcache_testbed import kernel  # pylint: disable=import-outside-toplevel
+    assert kernel.record_text(b"1,3956,11611702306,-;XFS (loop1): Metadata I/O Error. Shutting down filesystem.\n"
+                              b" SUBSYSTEM=block\n") == "XFS (loop1): Metadata I/O Error. Shutting down filesystem."
+    lines = ["XFS (loop1): User initiated shutdown (0x2) received.",
+             "XFS (loop10): Metadata I/O Error (0x1) detected. Shutting down filesystem.",
+             "XFS (loop1): Unmounting Filesystem 415e1e07",
+             "loop1: writeback error on inode 135, offset 0, sector 57280",
+             "critical space allocation error, dev loop1, sector 57280 op 0x1:(WRITE)"]
+    assert kernel.shutdowns(lines, "loop1") == lines[:1]
+    assert kernel.shutdowns(lines, "loop10") == lines[1:2]
+    assert kernel.about(lines, "loop1") == [lines[0]] + lines[2:]

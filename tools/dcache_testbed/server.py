@@ -39,30 +39,50 @@ class ServerError(Exception):
     """The server could not be started, or did not behave."""
 
 
-def make_image(image, size, fs):
-    """A sparse image formatted fs (kept if it exists)."""
+def mkfs_argv(fs, sector_size=None):
+    """The mkfs command for fs; sector_size: the smallest unit the
+    filesystem writes (XFS: -s size=N), for a device whose sectors are
+    that large (mount_image's sector_size)."""
     if fs not in MKFS:
         raise ServerError(f"filesystem {fs!r}: xfs, ext4 or btrfs")
+    if not sector_size:
+        return list(MKFS[fs])
+    return MKFS[fs] + {"xfs": ["-s", f"size={sector_size}"], "ext4": ["-b", str(sector_size)],
+                       "btrfs": ["--sectorsize", str(sector_size)]}[fs]
+
+
+def make_image(image, size, fs, sector_size=None):
+    """A sparse image formatted fs (kept if it exists); sector_size as for
+    mkfs_argv."""
+    argv = mkfs_argv(fs, sector_size)
     if os.path.exists(image):
         return
-    if not shutil.which(MKFS[fs][0]):
-        raise ServerError(f"{MKFS[fs][0]} not found (run ci/setup.sh)")
+    if not shutil.which(argv[0]):
+        raise ServerError(f"{argv[0]} not found (run ci/setup.sh)")
     subprocess.run(["truncate", "-s", str(size), image + ".new"], check=True)
-    subprocess.run(MKFS[fs] + [image + ".new"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(argv + [image + ".new"], check=True, stdout=subprocess.DEVNULL)
     os.rename(image + ".new", image)
 
 
-def mount_image(stack, image, mnt):
+def mount_image(stack, image, mnt, sector_size=None):
     """image attached to a loop device and mounted at mnt; undone by stack.
-    Returns the loop device."""
+    Returns the loop device. sector_size: the device's logical sector size
+    (losetup -b) and its largest request (max_sectors_kb), so that every
+    request is one sector: over a backing file that cannot grow (a full
+    tmpfs) each write then fails whole, with EIO, where a larger request
+    may be half written and reported as done (the loop driver)."""
     os.makedirs(mnt, exist_ok=True)
     if os.path.ismount(mnt):
         raise ServerError(f"{mnt} is already mounted")
-    dev = subprocess.run(["losetup", "--direct-io=on", "-f", "--show", image], check=True,
+    sector = ["-b", str(sector_size)] if sector_size else []
+    dev = subprocess.run(["losetup", "--direct-io=on", *sector, "-f", "--show", image], check=True,
                          capture_output=True, text=True).stdout.strip()
     # -d on a device still held (lazy unmount) sets autoclear: it detaches
     # when the last user goes away
     stack.callback(subprocess.run, ["losetup", "-d", dev], check=False)
+    if sector_size:
+        with open(f"/sys/block/{os.path.basename(dev)}/queue/max_sectors_kb", "w", encoding="ascii") as f:
+            f.write(str(max(sector_size // 1024, 4)))
     subprocess.run(["mount", dev, mnt], check=True)
     stack.callback(unmount, mnt)
     return dev
@@ -225,6 +245,10 @@ class Server:
     conf_extra   more top-level configuration (MDCACHE { ... }, ...)
     fs           xfs, ext4 or btrfs; image_size; image: a file to use (made
                  if missing) and keep, across servers (the crash test)
+    loop_sector_size
+                 the loop device's sector size and largest request
+                 (mount_image: each request fails whole on a backing file
+                 that cannot grow); the image is made for it (mkfs_argv)
     extra_fs     (name, size): a second filesystem mounted at mnt/name before
                  the server starts, on a loop device of its own (its
                  /sys/block/loopN/stat counts its exports' I/O alone); or a
@@ -272,7 +296,7 @@ class Server:
                  extra_fs=None, backend=None, plugin=None, stock=False, mount_at=None, core_lines=(),
                  ganesha_env=None, log_level="DEBUG", timeout=30, wait_pseudo="/vfs", keep=False,
                  nfsv4_lines=None, shared_fs=None, on_namespace=None, root_binds=(),
-                 host_net=False, own_group=False, state_dir=None, dirs=()):
+                 host_net=False, own_group=False, state_dir=None, dirs=(), loop_sector_size=None):
         self.release = release or releases.select()
         self.exports = list(exportlib.default_exports() if exports is None else exports)
         self.conf_extra, self.fs, self.image_size, self.image = conf_extra, fs, image_size, image
@@ -286,6 +310,7 @@ class Server:
         self.child_args = {"process_group": 0} if own_group else {}
         self.state_dir = state_dir
         self.dirs = list(dirs)
+        self.loop_sector_size = loop_sector_size
         self.plugin = plugin or (os.environ.get("DCACHE_PLUGIN") if not self.release.root else None) \
             or self.release.plugin
         self.stack = contextlib.ExitStack()
@@ -387,8 +412,8 @@ class Server:
             self.mnt, self.loopdev = self.shared_fs
         else:
             image = self.image or os.path.join(self.state, f"{self.fs}.img")
-            make_image(image, self.image_size, self.fs)
-            self.loopdev = mount_image(self.stack, image, self.mnt)
+            make_image(image, self.image_size, self.fs, self.loop_sector_size)
+            self.loopdev = mount_image(self.stack, image, self.mnt, self.loop_sector_size)
         loopdevs = [self.loopdev]
         extra = [self.extra_fs] if isinstance(self.extra_fs, tuple) else list(self.extra_fs or [])
         for name, size in extra:
