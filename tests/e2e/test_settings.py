@@ -9,7 +9,9 @@ CASES is the test: each row is one export whose FSAL block (or, for the
 misplaced kinds, EXPORT block or nested VFS block; for sub and nosub, the
 nested block itself) holds one mistake, and the patterns the refusal line
 of ganesha.log must match. At creation each row is an export of its own
-(ids 100 on); on SIGHUP export 2 (/dcache) gets each row in turn.
+(ids 100 on); on SIGHUP export 2 (/dcache) gets each row in turn. One
+export more (THREE) has three bad values: each has its own line, from the
+server and from dcache-check, not only the first.
 
 dcache-check is built per Ganesha release, like the module, and links that
 release's parser: another release's runs in its Debian root.
@@ -67,6 +69,12 @@ CASES = [
 ]
 CASE_IDS = [f"{where}:{what}" if what else where for where, what, _ in CASES]
 FIRST_ID = 100
+# one export with three bad values: a line for each, from the server and
+# from dcache-check alike, not only the first
+THREE = "IO_Queue_Depth = 0; IO_Cache_Read = fast; Direct_Misaligned_Num_Pages = -1;"
+THREE_NAMED = [r'IO_Queue_Depth = "0" is not valid; allowed: .*1 to 4096', r'IO_Cache_Read = "fast" is not valid',
+               r'Direct_Misaligned_Num_Pages = "-1" is not valid; allowed: .*0 to 1024']
+THREE_ID = 190
 REFUSED = "export refused"
 UPDATE_REFUSED = "update refused, the export keeps its current settings"
 # A DCACHE setting in the EXPORT block: Ganesha refuses that block itself
@@ -166,6 +174,7 @@ def srv(make_module_server, release):
     if release.name == "6.5":
         print("note: Ganesha 6.5 keeps the quotes of '1' (its parser's bug): that spelling is double-quoted here")
     exports = default_exports() + [malformed(FIRST_ID + i, where, what) for i, (where, what, _) in enumerate(CASES)]
+    exports.append(malformed(THREE_ID, "fsal", THREE))
     return make_module_server(exports=exports + served_spellings(release))
 
 
@@ -213,8 +222,27 @@ def test_check_says_what_the_server_did_at_creation(srv, created):
         assert server and server == mine, \
             f"export {export_id}: the server runs {server or 'nothing'}, dcache-check says {mine or 'nothing'}"
     refused = {int(m.group(1)) for m in re.finditer(r": DCACHE: export ([0-9]+) ", err)}
-    assert refused == {FIRST_ID + i for i in range(len(CASES))}, \
-        f"dcache-check refuses exports {sorted(refused)}, the server {FIRST_ID}..{FIRST_ID + len(CASES) - 1}"
+    assert refused == {FIRST_ID + i for i in range(len(CASES))} | {THREE_ID}, \
+        f"dcache-check refuses exports {sorted(refused)}, the server {FIRST_ID}..{FIRST_ID + len(CASES) - 1}" \
+        f" and {THREE_ID}"
+
+
+def three_named(lines, who, where):
+    """Each of THREE's settings named by one of lines (who's), alone."""
+    for pattern in THREE_NAMED:
+        found = [line for line in lines if re.search(pattern, line)]
+        assert len(found) == 1, f"{where}: {who} names {pattern!r} in {len(found)} lines, not 1: {lines}"
+    assert len(lines) == 3, f"{where}: {who} has {len(lines)} lines for three bad settings, not 3: {lines}"
+
+
+def test_three_bad_settings_are_three_lines_at_creation(srv, created):
+    server = server_refusals(srv.log(), THREE_ID, REFUSED)
+    three_named(server, "the server", f"export {THREE_ID} ({THREE!r})")
+    _, _, err = created
+    three_named(check_refusals(err, THREE_ID, REFUSED), "dcache-check", f"export {THREE_ID} ({THREE!r})")
+    assert server == check_refusals(err, THREE_ID, REFUSED), \
+        f"export {THREE_ID}: the server logged {server}, dcache-check says {check_refusals(err, THREE_ID, REFUSED)}"
+    assert nfs.ls(srv, f"s{THREE_ID}/", 3) is None, f"export {THREE_ID} ({THREE!r}) can be mounted"
 
 
 # ------------------------------------------------------------ on SIGHUP --
@@ -268,6 +296,20 @@ def test_refused_on_sighup(srv, check, index):
     where, what, patterns = CASES[index]
     refused_on_sighup(srv, check, patterns, f"{where}: {what!r}", malformed(2, where, what, "dcache", "/dcache"),
                       suffix=UPDATE_DROPPED if where == "export" else UPDATE_REFUSED)
+
+
+@pytest.mark.usefixtures("created")
+def test_three_bad_settings_are_three_lines_on_sighup(srv, check):
+    reload(srv, GOOD)
+    log = reload(srv, malformed(2, "fsal", THREE, "dcache", "/dcache"))
+    server = server_refusals(log, 2, UPDATE_REFUSED)
+    three_named(server, "the server", f"SIGHUP ({THREE!r})")
+    status, _, err = check(srv, srv.conf_path)
+    assert status == 1, f"dcache-check exited {status}, not 1: {err.splitlines()[:3]}"
+    mine = check_refusals(err, 2, UPDATE_REFUSED)
+    three_named(mine, "dcache-check", f"SIGHUP ({THREE!r})")
+    assert server == mine, f"export 2: the server logged {server}, dcache-check says {mine}"
+    assert nfs.ls(srv, "dcache/", 4) is not None, f"SIGHUP ({THREE!r}): export 2 was not kept"
 
 
 @pytest.mark.usefixtures("created")

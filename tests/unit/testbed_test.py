@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 # pylint: disable=wrong-import-position
-from dcache_testbed import cgroups, exports, gtest, matrix, prometheus, releases, stats  # noqa: E402
+from dcache_testbed import cgroups, exports, freshroot, gtest, matrix, prometheus, releases, stats  # noqa: E402
 
 
 def test_a_dcache_export_stacks_on_vfs_with_its_settings_in_order():
@@ -146,6 +146,42 @@ def test_a_cgroup_hierarchy_is_found_by_its_controller_in_mountinfo():
     assert cgroups.hierarchy("net_prio", MOUNTINFO) == "/sys/fs/cgroup/net cls"
     assert cgroups.hierarchy("blkio", MOUNTINFO) == "", "no blkio hierarchy is mounted"
     assert cgroups.hierarchy("cpuacct", MOUNTINFO) == "", "cpu's hierarchy is not cpuacct's"
+
+
+def test_a_fresh_root_takes_the_archive_of_this_machines_own_suite():
+    sources = ("Types: deb deb-src\nURIs: http://security.example/debian-security\nSuites: bookworm-security\n\n"
+               "Types: deb deb-src\nURIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\n"
+               "Components: main\n")
+    assert freshroot.archive_uri("bookworm", sources) == "http://mirror.example/debian"
+    assert freshroot.archive_uri("trixie", sources) == ""
+    listed = "deb-src http://a/debian bookworm main\ndeb [arch=amd64] http://b/debian/ bookworm main\n"
+    assert freshroot.archive_uri("bookworm", "", listed) == "http://b/debian"
+    assert freshroot.archive_uri("bookworm", "Types: deb-src\nURIs: http://c\nSuites: bookworm\n", listed) \
+        == "http://b/debian"
+
+
+def test_an_image_for_4k_sectors_is_made_with_4k_sectors():
+    from dcache_testbed import server  # pylint: disable=import-outside-toplevel
+    assert server.mkfs_argv("xfs") == ["mkfs.xfs", "-q"]
+    assert server.mkfs_argv("xfs", 4096) == ["mkfs.xfs", "-q", "-s", "size=4096"]
+    assert server.mkfs_argv("ext4", 4096)[-2:] == ["-b", "4096"]
+    assert server.mkfs_argv("btrfs", 4096)[-2:] == ["--sectorsize", "4096"]
+    with pytest.raises(server.ServerError, match="xfs, ext4 or btrfs"):
+        server.mkfs_argv("zfs")
+
+
+def test_kernel_records_and_the_shutdowns_of_one_device():
+    from dcache_testbed import kernel  # pylint: disable=import-outside-toplevel
+    assert kernel.record_text(b"1,3956,11611702306,-;XFS (loop1): Metadata I/O Error. Shutting down filesystem.\n"
+                              b" SUBSYSTEM=block\n") == "XFS (loop1): Metadata I/O Error. Shutting down filesystem."
+    lines = ["XFS (loop1): User initiated shutdown (0x2) received.",
+             "XFS (loop10): Metadata I/O Error (0x1) detected. Shutting down filesystem.",
+             "XFS (loop1): Unmounting Filesystem 415e1e07",
+             "loop1: writeback error on inode 135, offset 0, sector 57280",
+             "critical space allocation error, dev loop1, sector 57280 op 0x1:(WRITE)"]
+    assert kernel.shutdowns(lines, "loop1") == lines[:1]
+    assert kernel.shutdowns(lines, "loop10") == lines[1:2]
+    assert kernel.about(lines, "loop1") == [lines[0]] + lines[2:]
 
 
 def test_only_a_release_with_the_registry_turns_ganeshas_endpoint_on():
