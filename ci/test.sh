@@ -91,10 +91,11 @@ ctest --test-dir "$top/build" --output-on-failure "$@" || status=1
 # The other releases (ci/releases.tsv), on a full run or with -L e2e: the
 # tests of what differs between releases (label releases: every mode's data
 # round trip and residency, bad settings and their messages, live update,
-# the stress smoke, the counters over DBus, the shutdown log, the package
-# installed and served from) where the table says `releases`, the whole
-# suite but the cluster tests and the benchmark's smoke (which use the
-# server as every other test does) where it says `all`.
+# the stress smoke, the counters over DBus and in Prometheus, the shutdown
+# log, the package installed and served from) where the table says
+# `releases`, the whole suite but the cluster tests and the benchmark's
+# smoke (which use the server as every other test does) where it says
+# `all`.
 if [ $# -eq 0 ] || [ "$*" = "-L e2e" ]; then
   for rel in "${release_all[@]}"; do
     [ "$rel" != "$host_release" ] || continue

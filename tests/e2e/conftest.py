@@ -19,7 +19,8 @@ A run where every test was skipped exits 77, which ctest counts as skipped
 (SKIP_RETURN_CODE), never as passed.
 
 Options: --stress-rounds N, --stress-ops N (test_stress.py's round: 1 of
-1500 operations a stream) and --long (its long run, 10 rounds of 20,000).
+1500 operations a stream) and --long (the long runs: test_stress.py's 10
+rounds of 20,000, test_prometheus.py's 100 export cycles).
 """
 
 import os
@@ -57,7 +58,8 @@ def pytest_addoption(parser):
     parser.addoption("--stress-ops", type=int, default=1500,
                      help="test_stress.py: operations a stream and round (default 1500)")
     parser.addoption("--long", action="store_true",
-                     help="the long runs: test_stress.py 10 rounds of 20,000 operations a stream")
+                     help="the long runs: test_stress.py 10 rounds of 20,000 operations a stream,"
+                     " test_prometheus.py 100 export remove/add/update cycles")
 
 
 @pytest.fixture(scope="session")

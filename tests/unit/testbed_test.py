@@ -1,15 +1,18 @@
 """The testbed's pure parts (tools/dcache_testbed): the EXPORT block
 builder, the release table's reader, the counters, the gtest
-runner's verdict, the server variants."""
+runner's verdict, the server variants, Prometheus's configuration and
+the Grafana substitution its end-to-end test uses."""
 
+import json
 import os
+import re
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 # pylint: disable=wrong-import-position
-from dcache_testbed import cgroups, exports, freshroot, gtest, matrix, releases, stats  # noqa: E402
+from dcache_testbed import cgroups, exports, freshroot, gtest, matrix, prometheus, releases, stats  # noqa: E402
 
 
 def test_a_dcache_export_stacks_on_vfs_with_its_settings_in_order():
@@ -179,3 +182,51 @@ def test_kernel_records_and_the_shutdowns_of_one_device():
     assert kernel.shutdowns(lines, "loop1") == lines[:1]
     assert kernel.shutdowns(lines, "loop10") == lines[1:2]
     assert kernel.about(lines, "loop1") == [lines[0]] + lines[2:]
+
+
+def test_only_a_release_with_the_registry_turns_ganeshas_endpoint_on():
+    table = {r.name: r for r in releases.read_table()}
+    assert prometheus.core_lines(table["9.14"]) == ["Enable_Metrics = true;", "Monitoring_Port = 9587;"]
+    assert prometheus.core_lines(table["4.3"]) == prometheus.core_lines(table["6.5"]) == []
+
+
+def test_prometheus_scrapes_every_target_as_one_job_at_the_interval():
+    conf = json.loads(prometheus.config(["127.0.0.1:9587", "127.0.0.1:9588"], ["/x/rules.yml"], "2s"))
+    assert conf["global"] == {"scrape_interval": "2s", "evaluation_interval": "2s"}
+    assert conf["scrape_configs"] == [
+        {"job_name": "dcache", "static_configs": [{"targets": ["127.0.0.1:9587", "127.0.0.1:9588"]}]}]
+    assert conf["rule_files"] == ["/x/rules.yml"]
+    assert "rule_files" not in json.loads(prometheus.config(["127.0.0.1:9588"]))
+
+
+def test_an_exposition_parses_to_samples_with_their_labels():
+    text = ("# TYPE dcache_requests_total counter\n"
+            'dcache_requests_total{export="export_id=2",op="write",disposition="direct"} 40\n'
+            "# TYPE dcache_request_duration_microseconds histogram\n"
+            'dcache_request_duration_microseconds_bucket{export="export_id=2",op="read",le="10"} 1\n'
+            'dcache_request_duration_microseconds_bucket{export="export_id=2",op="read",le="+Inf"} 3\n'
+            'dcache_request_duration_microseconds_sum{export="export_id=2",op="read"} 70\n'
+            'dcache_request_duration_microseconds_count{export="export_id=2",op="read"} 3\n')
+    got = prometheus.parse_exposition(text)
+    assert got[0] == ("dcache_requests_total", {"export": "export_id=2", "op": "write", "disposition": "direct"}, 40)
+    assert [(n, lb.get("le"), v) for n, lb, v in got[1:]] == [
+        ("dcache_request_duration_microseconds_bucket", "10", 1),
+        ("dcache_request_duration_microseconds_bucket", "+Inf", 3),
+        ("dcache_request_duration_microseconds_sum", None, 70),
+        ("dcache_request_duration_microseconds_count", None, 3)]
+
+
+def test_a_grafana_variable_becomes_an_escaped_regex_that_matches_only_its_values():
+    values = ["export_id=2", "a.b", "c|d", "e\\f"]
+    regex = prometheus.grafana_regex(values)
+    assert regex == r"(export_id=2|a\\.b|c\\|d|e\\\\f)"
+    # PromQL unescapes its string once, then matches the whole value
+    unquoted = regex.encode().decode("unicode_escape")
+    assert all(re.fullmatch(unquoted, v) for v in values)
+    assert not any(re.fullmatch(unquoted, v) for v in ("export_id=20", "aXb", "c", "d"))
+
+
+def test_grafana_variables_are_substituted_longest_name_first_in_both_forms():
+    got = prometheus.grafana_substitute('x{e=~"$export",i=~"${instance}"}[$__rate_interval] $exp',
+                                        {"export": "(2|3)", "exp": "E", "instance": "(h)", "__rate_interval": "4s"})
+    assert got == 'x{e=~"(2|3)",i=~"(h)"}[4s] E'
