@@ -293,9 +293,19 @@ bool engine::run_loop(P pred, const char* phase_name) {
     bool waiting = false;
     for (const auto& c : conns) waiting = waiting || c->inflight || c->commit_inflight;
     if (!waiting) last_reply = clock_type::now();
-    if (clock_type::now() - last_reply > stall_limit) {
-      for (auto& c : conns) c->broken = true;
-      fail("no reply from the server for 60 s");
+    if (clock_type::now() - last_reply > std::chrono::duration<double>(spec.stall_timeout)) {
+      // what libnfs last said on a connection (refused reconnects of a
+      // server that is gone) names the cause
+      std::string why;
+      for (auto& c : conns) {
+        c->broken = true;
+        const char* text = nfs_get_error(c->nfs);
+        if (why.empty() && text != nullptr && *text != '\0') why = text;
+      }
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", spec.stall_timeout);
+      fail(std::string("no reply from the server for ") + limit + " s" +
+           (why.empty() ? std::string() : "; last error on a connection: " + why));
       fatal = true;
       return false;
     }

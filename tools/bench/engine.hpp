@@ -117,9 +117,9 @@ struct engine {
   // touch nothing else (res may be gone, no new operation is issued).
   bool closing = false;
   // last time a reply arrived: a server that stops answering (e.g. stalled
-  // in a too-small memory cgroup) fails the run instead of hanging it
+  // in a too-small memory cgroup, or gone: libnfs reconnects without end)
+  // fails the run after spec.stall_timeout instead of hanging it
   clock_type::time_point last_reply;
-  static constexpr auto stall_limit = std::chrono::seconds(60);
   std::string stop_file;  // --stop-file
   bool stop_seen = false;
   clock_type::time_point stop_checked{};
