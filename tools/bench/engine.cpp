@@ -113,7 +113,15 @@ bool engine::next_op(conn& c, bool& is_read, std::uint64_t& off, std::uint64_t& 
   return true;
 }
 
+bool engine::given_up(conn& c) {
+  if (nfs_get_fd(c.nfs) >= 0) return false;
+  c.stopped = true;
+  c.broken = true;
+  return true;
+}
+
 void engine::pump(conn& c) {
+  if (given_up(c)) return;
   while (!fatal && !c.stopped && !c.draining && c.inflight < spec.iodepth) {
     if (c.not_before > clock_type::now()) break;  // paced: run_loop pumps again
     if (spec.pass_interval > 0 && !pass_ready(c)) break;

@@ -145,6 +145,14 @@ struct engine {
 
   void pump(conn& c);
 
+  // Whether libnfs gave c up (no reconnect: NFSv4; or reconnecting failed):
+  // its socket is closed (no fd) and, from inside nfs_service, it fails
+  // every RPC c had. An RPC queued from one of those callbacks would land
+  // in the queue being emptied (libnfs 4.0 asserts it stays empty: an
+  // abort), so none is: c stops, broken (its close waits for nothing), and
+  // nfs_service's -1 ends the run.
+  bool given_up(conn& c);
+
   // pass_interval: may c issue now? A pass is io_budget bytes; when they
   // are issued and answered the pass is over, and the job waits for the
   // next pass's start (pass_interval after the previous start, at once if

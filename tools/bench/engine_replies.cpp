@@ -196,6 +196,10 @@ void engine::on_write4(int err, nfs_context* nfs, void* data, void* priv) {
 
 void engine::maybe_fsync(conn& c) {
   if (c.inflight != 0 || c.commit_inflight) return;
+  if (given_up(c)) {
+    c.draining = false;
+    return;
+  }
   c.writes_since_fsync = 0;
   if (!c.tracker.flush_point()) {
     c.draining = false;
