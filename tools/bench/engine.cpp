@@ -113,7 +113,15 @@ bool engine::next_op(conn& c, bool& is_read, std::uint64_t& off, std::uint64_t& 
   return true;
 }
 
+bool engine::given_up(conn& c) {
+  if (nfs_get_fd(c.nfs) >= 0) return false;
+  c.stopped = true;
+  c.broken = true;
+  return true;
+}
+
 void engine::pump(conn& c) {
+  if (given_up(c)) return;
   while (!fatal && !c.stopped && !c.draining && c.inflight < spec.iodepth) {
     if (c.not_before > clock_type::now()) break;  // paced: run_loop pumps again
     if (spec.pass_interval > 0 && !pass_ready(c)) break;
@@ -293,9 +301,19 @@ bool engine::run_loop(P pred, const char* phase_name) {
     bool waiting = false;
     for (const auto& c : conns) waiting = waiting || c->inflight || c->commit_inflight;
     if (!waiting) last_reply = clock_type::now();
-    if (clock_type::now() - last_reply > stall_limit) {
-      for (auto& c : conns) c->broken = true;
-      fail("no reply from the server for 60 s");
+    if (clock_type::now() - last_reply > std::chrono::duration<double>(spec.stall_timeout)) {
+      // what libnfs last said on a connection (refused reconnects of a
+      // server that is gone) names the cause
+      std::string why;
+      for (auto& c : conns) {
+        c->broken = true;
+        const char* text = nfs_get_error(c->nfs);
+        if (why.empty() && text != nullptr && *text != '\0') why = text;
+      }
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", spec.stall_timeout);
+      fail(std::string("no reply from the server for ") + limit + " s" +
+           (why.empty() ? std::string() : "; last error on a connection: " + why));
       fatal = true;
       return false;
     }

@@ -117,9 +117,9 @@ struct engine {
   // touch nothing else (res may be gone, no new operation is issued).
   bool closing = false;
   // last time a reply arrived: a server that stops answering (e.g. stalled
-  // in a too-small memory cgroup) fails the run instead of hanging it
+  // in a too-small memory cgroup, or gone: libnfs reconnects without end)
+  // fails the run after spec.stall_timeout instead of hanging it
   clock_type::time_point last_reply;
-  static constexpr auto stall_limit = std::chrono::seconds(60);
   std::string stop_file;  // --stop-file
   bool stop_seen = false;
   clock_type::time_point stop_checked{};
@@ -144,6 +144,14 @@ struct engine {
   bool next_op(conn& c, bool& is_read, std::uint64_t& off, std::uint64_t& len);
 
   void pump(conn& c);
+
+  // Whether libnfs gave c up (no reconnect: NFSv4; or reconnecting failed):
+  // its socket is closed (no fd) and, from inside nfs_service, it fails
+  // every RPC c had. An RPC queued from one of those callbacks would land
+  // in the queue being emptied (libnfs 4.0 asserts it stays empty: an
+  // abort), so none is: c stops, broken (its close waits for nothing), and
+  // nfs_service's -1 ends the run.
+  bool given_up(conn& c);
 
   // pass_interval: may c issue now? A pass is io_budget bytes; when they
   // are issued and answered the pass is over, and the job waits for the

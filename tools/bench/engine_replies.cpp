@@ -25,6 +25,11 @@ std::string rpc_error(int err, void* data, nfs_context* nfs) {
   return libnfs_text(data != nullptr ? static_cast<const char*>(data) : own);
 }
 
+// An NFSv3 status by its name and number: "NFS3ERR_STALE (70)".
+std::string nfs3_status(int status) {
+  return std::string(libnfs_text(nfsstat3_to_str(status))) + " (" + std::to_string(status) + ")";
+}
+
 }  // namespace
 
 void engine::abandon(op_slot* op) {
@@ -148,7 +153,7 @@ void engine::on_write3(rpc_context* rpc, int status, void* data, void* priv) {
   } else {
     auto* r = static_cast<WRITE3res*>(data);
     if (r->status != NFS3_OK) {
-      e.fail("WRITE answered nfsstat3 " + std::to_string(r->status));
+      e.fail("WRITE answered " + nfs3_status(r->status));
       op->failed = true;
     } else {
       const auto& ok = r->WRITE3res_u.resok;
@@ -191,6 +196,10 @@ void engine::on_write4(int err, nfs_context* nfs, void* data, void* priv) {
 
 void engine::maybe_fsync(conn& c) {
   if (c.inflight != 0 || c.commit_inflight) return;
+  if (given_up(c)) {
+    c.draining = false;
+    return;
+  }
   c.writes_since_fsync = 0;
   if (!c.tracker.flush_point()) {
     c.draining = false;
@@ -238,7 +247,7 @@ void engine::on_commit3(rpc_context* rpc, int status, void* data, void* priv) {
                                                                 : rpc_get_error(rpc)));
   } else {
     auto* r = static_cast<COMMIT3res*>(data);
-    if (r->status != NFS3_OK) e.fail("COMMIT answered nfsstat3 " + std::to_string(r->status));
+    if (r->status != NFS3_OK) e.fail("COMMIT answered " + nfs3_status(r->status));
     commit_tracker::verifier v;
     std::memcpy(v.data(), r->COMMIT3res_u.resok.verf, v.size());
     c.tracker.on_commit_reply(r->status == NFS3_OK ? &v : nullptr);

@@ -255,6 +255,9 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
     return double_of(
         s.pass_first, [](double v) { return v >= 0 && v <= 86400; }, "seconds in 0..86400");
   if (key == "truncate") return bool_of(s.truncate);
+  if (key == "stall_timeout")
+    return double_of(
+        s.stall_timeout, [](double v) { return v >= 1 && v <= 86400; }, "seconds in 1..86400");
   if (key == "slow_writer")
     return double_of(
         s.slow_writer, [](double v) { return v >= 1 && v <= 100; }, "a factor in 1..100");

@@ -61,7 +61,10 @@ struct job_spec {
   // seconds from the start to the first pass (< 0: one pass_interval)
   double pass_first = -1;
   bool truncate = false;  // write-only jobs: truncate each file to 0 when opening it
-  std::string filename;   // base name; default = name
+  // seconds without any reply while RPCs are in flight before the run
+  // fails (a server gone or stalled; libnfs reconnects without end)
+  double stall_timeout = 60;
+  std::string filename;  // base name; default = name
 };
 
 // A parse failure: what was wrong and where.

@@ -174,6 +174,17 @@ TEST(JobParse, PacingPassesAndTruncate)
 	EXPECT_TRUE(db::apply_setting(s, "truncate", "perhaps"));
 }
 
+TEST(JobParse, StallTimeout)
+{
+	db::job_spec s;
+	EXPECT_DOUBLE_EQ(s.stall_timeout, 60.0) << "by default a run fails after 60 s without a reply";
+	ASSERT_FALSE(db::apply_setting(s, "stall_timeout", "5"));
+	EXPECT_DOUBLE_EQ(s.stall_timeout, 5.0);
+	EXPECT_TRUE(db::apply_setting(s, "stall_timeout", "0")) << "0 would fail every run at once";
+	EXPECT_TRUE(db::apply_setting(s, "stall_timeout", "never"));
+	EXPECT_DOUBLE_EQ(s.stall_timeout, 5.0);
+}
+
 TEST(JobParse, PassesNeedATimeBasedJobAndTruncateAWriteOnlyOne)
 {
 	db::job_spec s;

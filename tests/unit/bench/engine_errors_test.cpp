@@ -13,6 +13,9 @@
 
 namespace db = dcache::bench;
 
+// libnfs 4.0's own, called when it gives a connection up (not in its headers)
+extern "C" void rpc_error_all_pdus(struct rpc_context *rpc, const char *error);
+
 namespace {
 
 // An engine with one connection whose context never connects.
@@ -99,6 +102,33 @@ TEST(EngineErrors, ClosingWithRpcsInFlightTouchesNoResults)
 	EXPECT_TRUE(t.e.conns.empty());
 	EXPECT_TRUE(t.e.closing);
 	t.e.close_all(); // again: nothing left to do
+}
+
+// libnfs gives a connection up (NFSv4 has no reconnect; an NFSv3 one whose
+// reconnects failed): it closes the socket, then fails every RPC it had
+// from inside nfs_service (rpc_error_all_pdus, exported but not in its
+// headers) and asserts that no callback queued a new one meanwhile (an
+// abort, seen with the server killed mid-run). The callbacks count their
+// errors; the engine issues nothing more on a connection without a socket.
+TEST(EngineErrors, ConnectionGivenUpGetsNoNewRpcFromItsCallbacks)
+{
+	offline_engine t;
+	t.e.spec.rw = db::rw_mode::write;
+	t.e.spec.bs = 8192;
+	t.e.spec.size = 1 << 20;
+	t.e.spec.iodepth = 2;
+	t.e.range = 1 << 20;
+	t.c->stopped = false; // a job still running: each answer issues the next WRITE
+	t.e.issue(*t.c, false, 0, 8192);
+	t.e.issue(*t.c, false, 8192, 8192);
+	ASSERT_EQ(t.c->inflight, 2u);
+	ASSERT_EQ(nfs_get_fd(t.c->nfs), -1) << "a context without a socket";
+	rpc_error_all_pdus(t.c->rpc, "RPC ERROR: Failed to reconnect async");
+	EXPECT_EQ(t.c->inflight, 0u);
+	EXPECT_EQ(t.res->errors, 2u);
+	EXPECT_EQ(t.res->first_error, "WRITE RPC failed: RPC ERROR: Failed to reconnect async");
+	EXPECT_TRUE(t.c->stopped);
+	EXPECT_TRUE(t.c->broken) << "its close waits for nothing";
 }
 
 } // namespace
