@@ -88,7 +88,15 @@ cmake --build --preset clang-tsa -j"$(nproc)" || { echo "test: the clang thread-
 
 stamp "every test against Ganesha $host_release"
 # e2e_bench_vanish fails, not skips, without the asan preset's dcache-bench
-DCACHE_REQUIRE_ASAN_BENCH=1 ctest --test-dir "$top/build" --output-on-failure "$@" || status=1
+if [ $# -eq 0 ]; then
+  # the unit and lint tests one per core; the end-to-end tests one at a
+  # time (each owns a loop device, a server and page cache it measures)
+  ctest --test-dir "$top/build" --output-on-failure -j"$(nproc)" -L '^(unit|lint)$' || status=1
+  stamp "end-to-end tests against Ganesha $host_release"
+  DCACHE_REQUIRE_ASAN_BENCH=1 ctest --test-dir "$top/build" --output-on-failure -LE '^(unit|lint)$' || status=1
+else
+  DCACHE_REQUIRE_ASAN_BENCH=1 ctest --test-dir "$top/build" --output-on-failure "$@" || status=1
+fi
 
 # The other releases (ci/releases.tsv), on a full run or with -L e2e: the
 # tests of what differs between releases (label releases: every mode's data
