@@ -41,7 +41,7 @@ namespace dcache::core {
 	X(admission_waits)                                                                \
 	X(dio_align_statx) X(dio_align_xfs_dioinfo) X(dio_align_btrfs)                    \
 	X(dio_align_block_device) X(dio_align_none) X(drops_pending)                     \
-	X(admission_waits_in_worker)
+	X(admission_waits_in_worker) X(auto_history_entries) X(auto_history_bytes)
 // clang-format on
 
 enum class stat : std::size_t {
@@ -65,7 +65,7 @@ inline constexpr std::array<const char *, k_stat_count> k_stat_names = {
 [[nodiscard]] constexpr bool is_gauge(stat s) noexcept
 {
 	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current || s == stat::backend_io_uring ||
-	       s == stat::drops_pending;
+	       s == stat::drops_pending || s == stat::auto_history_entries || s == stat::auto_history_bytes;
 }
 
 // Service times of one kind of request.  min/max are kept with CAS loops;
