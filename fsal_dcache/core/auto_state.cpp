@@ -1,7 +1,14 @@
 #include "auto_state.h"
 
+#include "export_state.h"
+#include "file_state.h"
+#include "settings.h"
+
+#include <sys/sdt.h>
+
 #include <algorithm>
 #include <bit>
+#include <new>
 
 namespace dcache::core {
 
@@ -121,6 +128,99 @@ void stream_table::set_rereads(int slot, bool rereads) noexcept
 {
 	if (slot >= 0 && static_cast<std::size_t>(slot) < _runs.size())
 		_runs[static_cast<std::size_t>(slot)].rereads = rereads;
+}
+
+namespace {
+
+std::atomic<std::uint64_t> g_next_file_id{1};
+
+auto_file *record_of(dcache_file &f) noexcept
+{
+	auto_file *r = f.auto_record.load(std::memory_order_acquire);
+	if (r != nullptr)
+		return r;
+	auto *made = new (std::nothrow) auto_file(g_next_file_id.fetch_add(1, std::memory_order_relaxed));
+	if (made == nullptr)
+		return nullptr;
+	if (f.auto_record.compare_exchange_strong(r, made, std::memory_order_acq_rel))
+		return made;
+	delete made; // another request made it first
+	return r;
+}
+
+// The counter of each decision, READ and WRITE, by reason.
+constexpr stat k_read_stats[k_auto_reasons] = {stat::read_auto_small,	    stat::read_auto_no_stream,
+					       stat::read_auto_memory_free, stat::read_auto_reused,
+					       stat::read_auto_too_big,	    stat::read_auto_stream};
+constexpr stat k_write_stats[k_auto_reasons] = {stat::write_auto_small,	      stat::write_auto_no_stream,
+						stat::write_auto_memory_free, stat::write_auto_reused,
+						stat::write_auto_too_big,     stat::write_auto_stream};
+
+// What the record and the history say of the request, both updated.
+auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s, std::uint64_t offset,
+		       std::uint64_t length, const io::memory_state &m) noexcept
+{
+	const std::uint64_t established = static_cast<std::uint64_t>(s.auto_stream_min_mib) << 20;
+	const std::int64_t now =
+		std::chrono::duration_cast<std::chrono::nanoseconds>(e.now().time_since_epoch()).count();
+	mutex_lock lock(r.m);
+	run_view run = r.streams.observe(offset, length, now, established);
+	try {
+		// A new run of a file the history has, or one taken up again
+		// after a pause (a pass that meets where an earlier one stopped):
+		// does it read what the export served of the file before?
+		if ((run.is_new || run.resumed) && r.in_history) {
+			run.rereads = e.auto_history.holds(r.id, offset, offset + length);
+			r.streams.set_rereads(run.slot, run.rereads);
+		}
+		auto_file_view view{run.bytes, run.rereads, 0};
+		if (run.bytes < established)
+			return view; // no stream (yet): nothing to record
+		view.span = e.auto_history.record(r.id, run.start, offset + length, run.rereads, auto_capacity(m),
+						  auto_fit(m));
+		r.in_history = true;
+		return view;
+	} catch (...) {
+		// No memory for the history: decided on the run alone.
+		return {run.bytes, false, 0};
+	}
+}
+
+} // namespace
+
+auto_file *auto_record(dcache_file &f) noexcept
+{
+	return f.auto_record.load(std::memory_order_acquire);
+}
+
+auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_settings &s, bool write,
+			     std::uint64_t offset, std::uint64_t length) noexcept
+{
+	auto_resolution out;
+	// Small I/O never takes the record's lock nor reads the memory
+	// signal, and a small READ needs no record at all: a random 4 KiB
+	// workload pays a branch (and a WRITE one flag).
+	const bool small = length < k_auto_small_io;
+	auto_file *r = small && !write ? nullptr : record_of(f);
+	if (small || r == nullptr) {
+		out.choice = auto_decide(s, write, length, {}, {});
+	} else {
+		const io::memory_state m = e.memory();
+		out.choice = auto_decide(s, write, length, observe(e, *r, s, offset, length, m), m);
+	}
+	if (write && r != nullptr) {
+		if (out.choice.cached()) {
+			if (!r->cached_writes.load(std::memory_order_relaxed))
+				r->cached_writes.store(true, std::memory_order_relaxed);
+		} else if (is_direct_mode(out.choice.mode)) {
+			out.write_back_first = r->cached_writes.exchange(false, std::memory_order_acq_rel);
+		}
+	}
+	const auto reason = static_cast<std::size_t>(out.choice.reason);
+	e.stats.add(write ? k_write_stats[reason] : k_read_stats[reason]);
+	DTRACE_PROBE5(dcache, auto_decision, static_cast<int>(write), offset, length, static_cast<int>(out.choice.mode),
+		      static_cast<int>(out.choice.reason));
+	return out;
 }
 
 } // namespace dcache::core

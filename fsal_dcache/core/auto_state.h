@@ -1,5 +1,7 @@
-// What the auto policy knows of each file: its record, the stream table
-// (the export's history of what its streams served is auto_history.h).
+// What the auto policy knows of each file, and auto_resolve: the one
+// place where a request of an auto export is turned into a mode, and the
+// only code that updates the file's record and the export's history
+// (auto_history.h).
 //
 // A file's record is its stream table (zfetch's model): up to
 // k_auto_streams sequential runs at once (several clients, or a client
@@ -28,6 +30,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+
+struct dcache_export;
+struct dcache_file;
 
 namespace dcache::core {
 
@@ -85,5 +90,25 @@ struct auto_file {
 	// may hold delayed allocation a direct WRITE must not land on.
 	std::atomic<bool> cached_writes{false};
 };
+
+// What auto_resolve gives a request.
+struct auto_resolution {
+	auto_choice choice;
+	// A direct-mode WRITE of a file that auto wrote cached before: the
+	// file's dirty pages are written back first (docs/architecture.md,
+	// "Delayed allocation and O_DIRECT").
+	bool write_back_first = false;
+};
+
+// The mode of one READ or WRITE of an export whose IO_Cache_Read (write
+// false) or IO_Cache_Write is auto, with s the request's settings: the
+// file's record and the export's history updated, the decision counted
+// and marked (USDT dcache:auto_decision).  Thread-safe; never throws (no
+// memory for the record: the request is decided as if it began a run).
+[[nodiscard]] auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_settings &s, bool write,
+					   std::uint64_t offset, std::uint64_t length) noexcept;
+
+// The file's record, if it has one (tests).
+[[nodiscard]] auto_file *auto_record(dcache_file &f) noexcept;
 
 } // namespace dcache::core

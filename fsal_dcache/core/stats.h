@@ -41,7 +41,12 @@ namespace dcache::core {
 	X(admission_waits)                                                                \
 	X(dio_align_statx) X(dio_align_xfs_dioinfo) X(dio_align_btrfs)                    \
 	X(dio_align_block_device) X(dio_align_none) X(drops_pending)                     \
-	X(admission_waits_in_worker) X(auto_history_entries) X(auto_history_bytes)
+	X(admission_waits_in_worker)                                                      \
+	X(read_auto_small) X(read_auto_no_stream) X(read_auto_memory_free)               \
+	X(read_auto_reused) X(read_auto_too_big) X(read_auto_stream)                      \
+	X(write_auto_small) X(write_auto_no_stream) X(write_auto_memory_free)            \
+	X(write_auto_reused) X(write_auto_too_big) X(write_auto_stream)                   \
+	X(auto_write_backs) X(auto_history_entries) X(auto_history_bytes)
 // clang-format on
 
 enum class stat : std::size_t {
