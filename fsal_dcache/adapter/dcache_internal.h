@@ -179,6 +179,24 @@ fsal_status_t dcache_lookup(struct fsal_obj_handle *parent, const char *name,
 /* stats.c */
 void dcache_stats_init(struct fsal_module *module);
 
+/* metrics.c: the export's series in Ganesha's monitoring registry (only
+ * where it has one; elsewhere nothing). */
+#if DCACHE_HAS_MONITORING
+void dcache_metrics_export_added(struct dcache_fsal_export *exp);
+void dcache_metrics_export_removed(struct dcache_fsal_export *exp);
+void dcache_metrics_shutdown(void);
+#else
+static inline void dcache_metrics_export_added(struct dcache_fsal_export *exp)
+{
+	(void)exp;
+}
+static inline void dcache_metrics_export_removed(struct dcache_fsal_export *exp)
+{
+	(void)exp;
+}
+static inline void dcache_metrics_shutdown(void) {}
+#endif
+
 /* file.c: the data path and the open/close ops around it */
 void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
 		  fsal_async_cb done_cb, struct fsal_io_arg *arg,

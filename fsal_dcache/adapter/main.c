@@ -89,6 +89,7 @@ MODULE_INIT void dcache_module_init(void)
 
 MODULE_FINI void dcache_module_fini(void)
 {
+	dcache_metrics_shutdown();
 	if (unregister_fsal(&dcache_module.module) != 0)
 		fprintf(stderr,
 			"DCACHE: failed to unregister the FSAL module\n");
