@@ -143,3 +143,9 @@ def test_a_cgroup_hierarchy_is_found_by_its_controller_in_mountinfo():
     assert cgroups.hierarchy("net_prio", MOUNTINFO) == "/sys/fs/cgroup/net cls"
     assert cgroups.hierarchy("blkio", MOUNTINFO) == "", "no blkio hierarchy is mounted"
     assert cgroups.hierarchy("cpuacct", MOUNTINFO) == "", "cpu's hierarchy is not cpuacct's"
+
+
+def test_the_mounts_that_show_a_memory_group_are_the_memory_hierarchy_and_cgroup2():
+    assert cgroups.memory_mounts(MOUNTINFO) == [("cgroup", "memory", "/sys/fs/cgroup/memory"),
+                                                ("cgroup2", "", "/sys/fs/cgroup/unified")]
+    assert cgroups.memory_mounts("22 1 0:21 / /sys rw - sysfs sysfs rw\n") == []
