@@ -58,7 +58,12 @@ bool continues(const stream_run &r, std::uint64_t off, std::uint64_t end) noexce
 		if (top - 1 - u < k_auto_behind_units && ((r.served >> (top - 1 - u)) & 1) == 0)
 			return true; // a hole: a late request of the run
 	}
-	return !any; // nothing whole: cannot tell, so the run's
+	if (any)
+		return false;
+	// Nothing whole (smaller than the run's unit, as a 64 KiB pass after
+	// 1 MiB ones): the run's only if the unit it starts in is a hole.
+	const std::uint64_t u = off >> r.unit_shift;
+	return top - 1 - u >= k_auto_behind_units || ((r.served >> (top - 1 - u)) & 1) == 0;
 }
 
 void advance(stream_run &r, std::uint64_t off, std::uint64_t end, std::int64_t now_ns) noexcept

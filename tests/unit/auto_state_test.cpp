@@ -100,6 +100,25 @@ TEST(stream_table, reading_again_from_the_start_is_a_new_run)
 	EXPECT_EQ(next.bytes, MiB);
 }
 
+TEST(stream_table, reading_again_in_requests_smaller_than_the_runs_units_is_a_new_run)
+{
+	// A 4 MiB file read in 1 MiB READs (units of 512 KiB), then again from
+	// its start in 64 KiB READs: each covers no unit whole.
+	stream_table t;
+	for (std::uint64_t i = 0; i < 4; ++i)
+		(void)t.observe(i * MiB, MiB, 0, k_min);
+	const run_view again = t.observe(0, 64 * KiB, 10 * ms, k_min);
+	EXPECT_TRUE(again.is_new) << "inside a served unit: a re-read";
+	for (std::uint64_t o = 64 * KiB; o < 4 * MiB; o += 64 * KiB)
+		EXPECT_EQ(t.observe(o, 64 * KiB, 10 * ms, k_min).slot, again.slot) << o;
+	EXPECT_EQ(t.runs()[0].bytes, 4 * MiB) << "the first pass's run moved no more";
+	// A small late request in a unit not served yet is still the run's.
+	stream_table u;
+	(void)u.observe(0, MiB, 0, k_min);
+	(void)u.observe(2 * MiB, MiB, 0, k_min);
+	EXPECT_FALSE(u.observe(MiB, 64 * KiB, 0, k_min).is_new);
+}
+
 TEST(stream_table, a_late_request_fills_its_hole)
 {
 	stream_table t;
