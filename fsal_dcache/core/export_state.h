@@ -15,9 +15,11 @@
 #pragma once
 
 #include "admission.h"
+#include "auto_history.h"
 #include "boundary_tracker.h"
 #include "dcache/core.h"
 #include "dcache_io/backend.h"
+#include "dcache_io/memory_signal.h"
 #include "known_handles.h"
 #include "stats.h"
 #include "thread_annotations.h"
@@ -72,6 +74,11 @@ struct dcache_export {
 	using time_point = dcache::core::boundary_tracker::clock::time_point;
 	time_point (*clock)() noexcept = &dcache::core::boundary_tracker::clock::now;
 	[[nodiscard]] time_point now() const noexcept { return clock(); }
+	// The memory the page cache has to give, as the auto policy reads it:
+	// the I/O layer's sample, or a test's own.
+	dcache::io::memory_state (*memory)() noexcept = &dcache::io::memory_now;
+	// Data the export's streams served lately (IO_Cache_* = auto).
+	dcache::core::auto_history auto_history{stats};
 	std::atomic<std::uint32_t> logged{0}; // log-once bits (log.h)
 	// Requests not yet finished.  Counted without a lock; the last one
 	// out takes inflight_mutex, so the export is never deleted between

@@ -7,6 +7,7 @@
 // pointer and holds that reference until its completion (see fd_ref.h).
 #pragma once
 
+#include "auto_state.h"
 #include "boundary_tracker.h"
 #include "dcache_io/request.h"
 #include "fd_ref.h"
@@ -36,6 +37,11 @@ struct file_caps {
 } // namespace dcache::core
 
 struct dcache_file {
+	dcache_file() = default;
+	dcache_file(const dcache_file &) = delete;
+	dcache_file &operator=(const dcache_file &) = delete;
+	~dcache_file() { delete auto_record.load(std::memory_order_relaxed); }
+
 	dcache_export *exp = nullptr;
 	dcache::core::shared_mutex fd_mutex;
 	dcache::core::fd_ref direct DCACHE_GUARDED_BY(fd_mutex);   // the O_DIRECT twin
@@ -45,6 +51,9 @@ struct dcache_file {
 	dcache::core::boundary_file boundary{this};
 	// Buffered and O_DIRECT WRITEs of this file in flight, by page.
 	dcache::core::write_fence fence;
+	// What IO_Cache_Read/Write = auto knows of the file (auto_state.h),
+	// made by its first request through auto, owned by the file.
+	std::atomic<dcache::core::auto_file *> auto_record{nullptr};
 };
 
 namespace dcache::core {

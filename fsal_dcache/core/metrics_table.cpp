@@ -197,12 +197,14 @@ std::uint64_t computed_value(const dcache_export &e, computed c) noexcept
 	case computed::read_mode_dontcache: return s.io_cache_read == DCACHE_MODE_DONTCACHE;
 	case computed::read_mode_fadvise: return s.io_cache_read == DCACHE_MODE_FADVISE;
 	case computed::read_mode_direct: return s.io_cache_read == DCACHE_MODE_DIRECT;
+	case computed::read_mode_auto: return s.io_cache_read == DCACHE_MODE_AUTO;
 	case computed::write_mode_buffered: return s.io_cache_write == DCACHE_MODE_BUFFERED;
 	case computed::write_mode_dontcache: return s.io_cache_write == DCACHE_MODE_DONTCACHE;
 	case computed::write_mode_fadvise: return s.io_cache_write == DCACHE_MODE_FADVISE;
 	case computed::write_mode_direct: return s.io_cache_write == DCACHE_MODE_DIRECT;
 	case computed::write_mode_direct_data_sync: return s.io_cache_write == DCACHE_MODE_DIRECT_DATA_SYNC;
 	case computed::write_mode_direct_file_sync: return s.io_cache_write == DCACHE_MODE_DIRECT_FILE_SYNC;
+	case computed::write_mode_auto: return s.io_cache_write == DCACHE_MODE_AUTO;
 	case computed::count_: break;
 	}
 	return 0;

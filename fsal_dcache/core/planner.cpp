@@ -91,6 +91,7 @@ plan plan_read(const dcache_settings &s, const plan_caps &caps, std::uint64_t of
 	       std::span<const struct iovec> iov) noexcept
 {
 	switch (s.io_cache_read) {
+	case DCACHE_MODE_AUTO: // resolved before a request is planned (auto_state.h)
 	case DCACHE_MODE_BUFFERED: return single(seg_kind::buffered, disposition::buffered, offset, length);
 	case DCACHE_MODE_DONTCACHE: return single(seg_kind::dontcache, disposition::dontcache, offset, length);
 	case DCACHE_MODE_FADVISE: return single(seg_kind::buffered, disposition::fadvise, offset, length);
@@ -124,6 +125,7 @@ plan plan_write(const dcache_settings &s, const plan_caps &caps, std::uint64_t o
 {
 	const std::uint64_t length = iov_total(iov);
 	switch (s.io_cache_write) {
+	case DCACHE_MODE_AUTO: // resolved before a request is planned (auto_state.h)
 	case DCACHE_MODE_BUFFERED: return single(seg_kind::buffered, disposition::buffered, offset, length);
 	case DCACHE_MODE_DONTCACHE: return single(seg_kind::dontcache, disposition::dontcache, offset, length);
 	case DCACHE_MODE_FADVISE: return single(seg_kind::buffered, disposition::fadvise, offset, length);

@@ -34,7 +34,19 @@ void request_op::prepare(bool caller_waits)
 		} else
 			_mode = issue_mode::execute; // only the caller's descriptor: use it now
 	}
+	resolve_auto();
 	plan();
+}
+
+void request_op::resolve_auto() noexcept
+{
+	const bool write = op() == DCACHE_OP_WRITE;
+	dcache_mode &mode = write ? _s.io_cache_write : _s.io_cache_read;
+	if (mode != DCACHE_MODE_AUTO)
+		return;
+	const auto_resolution r = auto_resolve(_e, _f, _s, write, _io.offset, _total);
+	mode = r.choice.mode;
+	_write_back_first = r.write_back_first;
 }
 
 // Registers the calling thread's credentials for every step (later steps

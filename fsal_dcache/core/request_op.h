@@ -154,8 +154,10 @@ protected:
 	dcache_io _io;			 // fd: the descriptor non-direct steps use (_later holds its lease)
 	dcache_export &_e;
 	dcache_file &_f;
-	const dcache_settings &_s; // the export's snapshot at the start
-	const int _caller_fd;	   // valid during the start call only
+	// The export's settings at the start, with an auto mode resolved
+	// (auto_state.h) into the one this request runs with.
+	dcache_settings _s;
+	const int _caller_fd; // valid during the start call only
 	issue_mode _mode = issue_mode::submit;
 	io::credentials _creds; // the caller's, for WRITE steps issued elsewhere
 	fd_ref _direct;		// the O_DIRECT lease
@@ -164,8 +166,13 @@ protected:
 	std::unique_ptr<aligned_buffer> _bounce; // lives until its step completed
 	side_work _later;			 // issued after the reply
 	std::uint64_t _total = 0;
+	// A WRITE that auto sends direct writes the file's cached WRITEs back
+	// first (auto_resolution::write_back_first).
+	bool _write_back_first = false;
 
 private:
+	// An auto mode of the request's kind into the mode it runs with.
+	void resolve_auto() noexcept;
 	void capture_credentials();
 	// Captures the caller's credentials at the request's first hand-off
 	// (submission, or parking): req carries them from then on.

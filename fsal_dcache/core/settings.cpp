@@ -21,6 +21,8 @@ constexpr std::uint32_t k_max_boundary_age_ms = 3600u * 1000u;
 constexpr std::uint32_t k_max_queue_depth = 4096;
 constexpr std::uint32_t k_max_blocking = 1024;
 constexpr std::uint32_t k_max_io_workers = 4096;
+// A stream of 64 GiB before auto treats it as one is as good as never.
+constexpr std::uint32_t k_max_auto_stream_min_mib = 65536;
 
 bool iequals(std::string_view a, std::string_view b) noexcept
 {
@@ -46,11 +48,12 @@ struct word {
 };
 using mode_word = word<dcache_mode>;
 
-// Names first, then the kernel's numbers (fadvise has none).
+// Names first, then the kernel's numbers (fadvise and auto have none).
 constexpr mode_word k_read_modes[] = {
-	{"buffered", DCACHE_MODE_BUFFERED}, {"dontcache", DCACHE_MODE_DONTCACHE}, {"fadvise", DCACHE_MODE_FADVISE},
-	{"direct", DCACHE_MODE_DIRECT},	    {"0", DCACHE_MODE_BUFFERED},	  {"1", DCACHE_MODE_DONTCACHE},
-	{"2", DCACHE_MODE_DIRECT},
+	{"buffered", DCACHE_MODE_BUFFERED}, {"dontcache", DCACHE_MODE_DONTCACHE},
+	{"fadvise", DCACHE_MODE_FADVISE},   {"direct", DCACHE_MODE_DIRECT},
+	{"auto", DCACHE_MODE_AUTO},	    {"0", DCACHE_MODE_BUFFERED},
+	{"1", DCACHE_MODE_DONTCACHE},	    {"2", DCACHE_MODE_DIRECT},
 };
 constexpr mode_word k_write_modes[] = {
 	{"buffered", DCACHE_MODE_BUFFERED},
@@ -59,11 +62,19 @@ constexpr mode_word k_write_modes[] = {
 	{"direct", DCACHE_MODE_DIRECT},
 	{"direct_data_sync", DCACHE_MODE_DIRECT_DATA_SYNC},
 	{"direct_file_sync", DCACHE_MODE_DIRECT_FILE_SYNC},
+	{"auto", DCACHE_MODE_AUTO},
 	{"0", DCACHE_MODE_BUFFERED},
 	{"1", DCACHE_MODE_DONTCACHE},
 	{"2", DCACHE_MODE_DIRECT},
 	{"3", DCACHE_MODE_DIRECT_DATA_SYNC},
 	{"4", DCACHE_MODE_DIRECT_FILE_SYNC},
+};
+// What auto makes of a stream: the two ways that leave nothing cached
+// whatever the COMMITs do (fadvise keeps an UNSTABLE write stream cached
+// until its COMMIT).
+constexpr mode_word k_stream_modes[] = {
+	{"dontcache", DCACHE_MODE_DONTCACHE},
+	{"direct", DCACHE_MODE_DIRECT},
 };
 constexpr word<dcache_mem_misaligned> k_mem_words[] = {
 	{"bounce", DCACHE_MEM_MISALIGNED_BOUNCE},
@@ -154,13 +165,13 @@ int show_uint(std::uint32_t v, char *out, std::size_t len) noexcept
 
 constexpr setting k_settings[] = {
 	{"IO_Cache_Read", &dcache_settings_text::io_cache_read,
-	 "buffered, dontcache, fadvise, direct (or the kernel's numbers 0, 1, 2)",
+	 "buffered, dontcache, fadvise, direct, auto (or the kernel's numbers 0, 1, 2)",
 	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_read_modes, &s.io_cache_read); },
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
 		 return show_word(k_read_modes, s.io_cache_read, o, n);
 	 }},
 	{"IO_Cache_Write", &dcache_settings_text::io_cache_write,
-	 "buffered, dontcache, fadvise, direct, direct_data_sync, direct_file_sync (or the kernel's numbers 0, 1, 2, 3, 4)",
+	 "buffered, dontcache, fadvise, direct, direct_data_sync, direct_file_sync, auto (or the kernel's numbers 0, 1, 2, 3, 4)",
 	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_write_modes, &s.io_cache_write); },
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
 		 return show_word(k_write_modes, s.io_cache_write, o, n);
@@ -234,6 +245,24 @@ constexpr setting k_settings[] = {
 		 return parse_uint(t, 0, k_max_io_workers, &s.io_workers_max);
 	 },
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept { return show_uint(s.io_workers_max, o, n); }},
+	{"Auto_Read_Stream", &dcache_settings_text::auto_read_stream, "dontcache, direct",
+	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_stream_modes, &s.auto_read_stream); },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_word(k_stream_modes, s.auto_read_stream, o, n);
+	 }},
+	{"Auto_Write_Stream", &dcache_settings_text::auto_write_stream, "dontcache, direct",
+	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_stream_modes, &s.auto_write_stream); },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_word(k_stream_modes, s.auto_write_stream, o, n);
+	 }},
+	{"Auto_Stream_Min_MiB", &dcache_settings_text::auto_stream_min_mib,
+	 "an integer from 1 to 65536 (MiB a file's sequential run moves before auto treats it as a stream)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_uint(t, 1, k_max_auto_stream_min_mib, &s.auto_stream_min_mib);
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_uint(s.auto_stream_min_mib, o, n);
+	 }},
 };
 
 // The table is the list of core.h, in its order, field for field.
@@ -290,6 +319,12 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.cached_read_fast_path = true;
 	s.io_blocking_max = 32;
 	s.io_workers_max = 0;
+	// docs/configuration.md, "auto": read streams are best direct and
+	// write streams beside latency-sensitive readers best dontcache (the
+	// pressure matrix); 4 MiB of sequential run is bcache's cutoff.
+	s.auto_read_stream = DCACHE_MODE_DIRECT;
+	s.auto_write_stream = DCACHE_MODE_DONTCACHE;
+	s.auto_stream_min_mib = 4;
 	return s;
 }
 
@@ -421,6 +456,7 @@ const char *dcache_mode_name(enum dcache_mode mode) noexcept
 	case DCACHE_MODE_DIRECT_DATA_SYNC: return "direct_data_sync";
 	case DCACHE_MODE_DIRECT_FILE_SYNC: return "direct_file_sync";
 	case DCACHE_MODE_FADVISE: return "fadvise";
+	case DCACHE_MODE_AUTO: return "auto";
 	}
 	return "unknown";
 }

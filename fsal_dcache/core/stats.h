@@ -43,7 +43,12 @@ namespace dcache::core {
 	X(admission_waits)                                                                \
 	X(dio_align_statx) X(dio_align_xfs_dioinfo) X(dio_align_btrfs)                    \
 	X(dio_align_block_device) X(dio_align_none) X(drops_pending)                     \
-	X(admission_waits_in_worker)
+	X(admission_waits_in_worker)                                                      \
+	X(read_auto_small) X(read_auto_no_stream) X(read_auto_memory_free)               \
+	X(read_auto_reused) X(read_auto_too_big) X(read_auto_stream)                      \
+	X(write_auto_small) X(write_auto_no_stream) X(write_auto_memory_free)            \
+	X(write_auto_reused) X(write_auto_too_big) X(write_auto_stream)                   \
+	X(auto_write_backs) X(auto_history_entries) X(auto_history_bytes)
 // clang-format on
 
 enum class stat : std::size_t {
@@ -72,9 +77,10 @@ inline constexpr std::array<const char *, k_stat_count> k_stat_names = {
 	X(direct_bytes) X(dontcache_bytes) X(buffered_bytes)                              \
 	X(places) X(places_taken) X(requests_waiting) X(boundary_max_pages)               \
 	X(read_mode_buffered) X(read_mode_dontcache) X(read_mode_fadvise)                 \
-	X(read_mode_direct)                                                               \
+	X(read_mode_direct) X(read_mode_auto)                                             \
 	X(write_mode_buffered) X(write_mode_dontcache) X(write_mode_fadvise)              \
-	X(write_mode_direct) X(write_mode_direct_data_sync) X(write_mode_direct_file_sync)
+	X(write_mode_direct) X(write_mode_direct_data_sync) X(write_mode_direct_file_sync) \
+	X(write_mode_auto)
 // clang-format on
 
 enum class computed : std::size_t {
@@ -126,7 +132,7 @@ inline constexpr std::size_t k_latency_buckets = std::size(k_latency_bounds_us) 
 [[nodiscard]] constexpr bool is_gauge(stat s) noexcept
 {
 	return s == stat::boundary_pages_current || s == stat::boundary_bytes_current || s == stat::backend_io_uring ||
-	       s == stat::drops_pending;
+	       s == stat::drops_pending || s == stat::auto_history_entries || s == stat::auto_history_bytes;
 }
 
 // Service times of one kind of request: count, total, min, max and a

@@ -84,6 +84,15 @@ void write_op::plan()
 	_steps = write_steps(_s, p, _io.offset, _total);
 	enter_fence();
 	_state = state::steps;
+	if (_write_back_first) {
+		// auto wrote this file cached before and sends this WRITE
+		// direct: the whole file's dirty pages go to write-back first,
+		// so that no delayed allocation is left where O_DIRECT lands.
+		add(stat::auto_write_backs);
+		_wb_lo = _wb_hi = 0; // 0 bytes: to the end of the file
+		_resume = state::steps;
+		_state = state::write_back;
+	}
 }
 
 // Before anything is issued: the pages of every step, by kind, in the
@@ -343,13 +352,14 @@ void write_op::on_step_result(io::result r)
 // meet the error again and report it).
 void write_op::on_writeback_result(io::result r) noexcept
 {
-	// A DONTCACHE fallback's piece (counted as fallback_no_dontcache), or
-	// a direct WRITE's cached edge.
-	const bool fallback = _drop_len > 0;
+	// A DONTCACHE fallback's piece (counted as fallback_no_dontcache), a
+	// direct WRITE's cached edge, or the whole file before auto's first
+	// direct WRITE (counted as auto_write_backs; its range is empty).
+	const bool fallback = _drop_len > 0, whole_file = _wb_hi == 0;
 	if (fallback) {
 		_later.flush_and_drop(_io.fd, _drop_lo, _drop_len);
 		_drop_len = 0;
-	} else {
+	} else if (!whole_file) {
 		add(stat::edge_writebacks);
 	}
 	if (r.ok())
@@ -357,7 +367,10 @@ void write_op::on_writeback_result(io::result r) noexcept
 	add(stat::edge_writeback_errors);
 	DCACHE_LOG_ONCE(_e, writeback_error, DCACHE_LOG_WARN,
 			"dcache %s: sync_file_range(SYNC_FILE_RANGE_WRITE) of a WRITE's %s failed: %s", _e.name,
-			fallback ? "buffered piece (no RWF_DONTCACHE)" : "cached edge", std::strerror(r.error));
+			fallback     ? "buffered piece (no RWF_DONTCACHE)"
+			: whole_file ? "file (cached WRITEs before a direct one)"
+				     : "cached edge",
+			std::strerror(r.error));
 }
 
 void write_op::on_sync_result(io::result r)

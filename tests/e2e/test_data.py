@@ -13,6 +13,7 @@ DATA_MODES = [
     dcache(13, "dcache_direct", IO_Cache_Read="direct", IO_Cache_Write="direct"),
     dcache(14, "dcache_direct_file_sync", IO_Cache_Read="direct", IO_Cache_Write="direct_file_sync",
            Direct_Misaligned_Num_Pages=2, Direct_Misaligned_Dontcache="true"),
+    dcache(15, "dcache_auto", IO_Cache_Read="auto", IO_Cache_Write="auto", Auto_Stream_Min_MiB=1),
 ]
 
 

@@ -2,7 +2,7 @@
 modes_stability_test.cpp): data integrity in every mode over NFSv3 and v4,
 page-cache residency after WRITE+COMMIT and after READ, stability answers
 and fallbacks, through one real ganesha.nfsd with one DCACHE export per mode
-on the server's filesystem (m_*, ids 31-38) and the same modes on a tmpfs
+on the server's filesystem (m_*, ids 31-39, auto the last) and the same modes on a tmpfs
 (t_*, ids 41-46; no RWF_DONTCACHE, no STATX_DIOALIGN: the fallbacks). The
 ids and names are modes.hpp's (k_exports).
 

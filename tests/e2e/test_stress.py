@@ -41,7 +41,7 @@ from dcache_testbed.stats import Counters
 
 EXPORTS = [vfs(59, "s_vfs")] + [
     dcache(export_id, "s_" + mode, **settings)
-    for export_id, (mode, settings) in zip((60, 61, 62, 63, 65, 66, 67, 68), MODES)
+    for export_id, (mode, settings) in zip((60, 61, 62, 63, 65, 66, 67, 68, 70), MODES, strict=True)
 ] + [dcache(69, "s_direct_untracked", IO_Cache_Read="direct", IO_Cache_Write="direct",
             Boundary_Tracking="false")]
 DONTCACHE_ID = 61
@@ -115,7 +115,9 @@ def bounds(export, no_dontcache):
     Direct_Misaligned_Memory = buffered's DONTCACHE writes); without
     RWF_DONTCACHE its fallback drops whole pages (17-18 % on XFS, ext4 and
     btrfs); fadvise and the direct modes 0-11 %."""
-    if export in ("s_vfs", "s_buffered"):
+    if export in ("s_vfs", "s_buffered", "s_auto"):
+        # auto: files of at most 1 MiB never reach Auto_Stream_Min_MiB, so
+        # it serves them as buffered does
         return 30, 100
     if export == "s_dontcache":
         return 0, 25 if no_dontcache else 60

@@ -273,6 +273,11 @@ class FilterTest(unittest.TestCase):
                          ["IO_Cache_Read = dontcache (asked: 2)", "Boundary_Tracking = false (asked: True)"])
         self.assertEqual(filters.dcache_differs({}, {"IO_Cache_Read": "direct"}),
                          ["IO_Cache_Read = ? (asked: direct)"])
+        auto = {"IO_Cache_Read": "auto", "IO_Cache_Write": "auto", "Auto_Read_Stream": "direct",
+                "Auto_Write_Stream": "dontcache", "Auto_Stream_Min_MiB": "4"}
+        self.assertEqual(filters.dcache_differs(auto, {"io_cache_read": "AUTO", "auto_stream_min_mib": 4,
+                                                       "Auto_Write_Stream": "DontCache"}), [])
+        self.assertEqual(filters.dcache_unknown({"Auto_Read_Stream": "direct", "Auto_Stream_Min_MiB": 8}), [])
 
     def test_to_reload(self):
         exports = [{"export_id": 2, "settings": {"IO_Cache_Read": "direct"}},

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using ::testing::HasSubstr;
@@ -87,6 +88,7 @@ INSTANTIATE_TEST_SUITE_P(
 			  mode_case{"dontcache", DCACHE_MODE_DONTCACHE}, mode_case{"DontCache", DCACHE_MODE_DONTCACHE},
 			  mode_case{"fadvise", DCACHE_MODE_FADVISE}, mode_case{"Fadvise", DCACHE_MODE_FADVISE},
 			  mode_case{"direct", DCACHE_MODE_DIRECT}, mode_case{"DIRECT", DCACHE_MODE_DIRECT},
+			  mode_case{"auto", DCACHE_MODE_AUTO}, mode_case{"Auto", DCACHE_MODE_AUTO},
 			  mode_case{"0", DCACHE_MODE_BUFFERED}, mode_case{"1", DCACHE_MODE_DONTCACHE},
 			  mode_case{"2", DCACHE_MODE_DIRECT}));
 
@@ -108,6 +110,7 @@ INSTANTIATE_TEST_SUITE_P(
 			  mode_case{"Direct_Data_Sync", DCACHE_MODE_DIRECT_DATA_SYNC},
 			  mode_case{"direct_file_sync", DCACHE_MODE_DIRECT_FILE_SYNC},
 			  mode_case{"DIRECT_FILE_SYNC", DCACHE_MODE_DIRECT_FILE_SYNC},
+			  mode_case{"auto", DCACHE_MODE_AUTO}, mode_case{"AUTO", DCACHE_MODE_AUTO},
 			  mode_case{"0", DCACHE_MODE_BUFFERED}, mode_case{"1", DCACHE_MODE_DONTCACHE},
 			  mode_case{"2", DCACHE_MODE_DIRECT}, mode_case{"3", DCACHE_MODE_DIRECT_DATA_SYNC},
 			  mode_case{"4", DCACHE_MODE_DIRECT_FILE_SYNC}));
@@ -132,8 +135,8 @@ TEST_P(bad_read_modes, rejected_with_message)
 }
 INSTANTIATE_TEST_SUITE_P(settings, bad_read_modes,
 			 ::testing::Values("fast", "", "3", "4", "direct_data_sync", "direct_file_sync", "-1", "~1",
-					   "+1", "100", "buffered,", "dont cache", "02", "directx", " direct ",
-					   "direct ", "1e3"));
+					   "+1", "100", "101", "buffered,", "dont cache", "02", "directx", " direct ",
+					   "direct ", "1e3", "autox", "auto,"));
 
 class bad_write_modes : public ::testing::TestWithParam<const char *> {};
 TEST_P(bad_write_modes, rejected_with_message)
@@ -148,7 +151,54 @@ TEST_P(bad_write_modes, rejected_with_message)
 	EXPECT_THAT(p.why, HasSubstr("0, 1, 2, 3, 4"));
 }
 INSTANTIATE_TEST_SUITE_P(settings, bad_write_modes,
-			 ::testing::Values("fast", "", "5", "100", "direct_sync", "file_sync", "-0", "1.0"));
+			 ::testing::Values("fast", "", "5", "100", "101", "direct_sync", "file_sync", "-0", "1.0",
+					   "automatic"));
+
+// What auto makes of a stream: dontcache or direct, by name only; the
+// stream threshold in MiB.
+TEST(settings, auto_stream_modes_and_threshold)
+{
+	const dcache_settings d = dcache_settings_default();
+	EXPECT_EQ(d.auto_read_stream, DCACHE_MODE_DIRECT);
+	EXPECT_EQ(d.auto_write_stream, DCACHE_MODE_DONTCACHE);
+	EXPECT_EQ(d.auto_stream_min_mib, 4u);
+	for (const char *dcache_settings_text::*field :
+	     {&dcache_settings_text::auto_read_stream, &dcache_settings_text::auto_write_stream}) {
+		for (const auto &[text, mode] :
+		     {std::pair{"dontcache", DCACHE_MODE_DONTCACHE}, std::pair{"DIRECT", DCACHE_MODE_DIRECT}}) {
+			dcache_settings_text t{};
+			t.*field = text;
+			const parsed p = parse(t);
+			ASSERT_EQ(p.rc, 0) << p.why;
+			EXPECT_EQ(field == &dcache_settings_text::auto_read_stream ? p.s.auto_read_stream
+										   : p.s.auto_write_stream,
+				  mode);
+		}
+		for (const char *bad : {"buffered", "fadvise", "auto", "direct_file_sync", "1", "2", ""}) {
+			dcache_settings_text t{};
+			t.*field = bad;
+			const parsed p = parse(t);
+			ASSERT_EQ(p.rc, EINVAL) << bad;
+			EXPECT_THAT(p.why,
+				    HasSubstr(std::string("\"") + bad + "\" is not valid; allowed: dontcache, direct"));
+		}
+	}
+	for (const char *good : {"1", "64", "65536"}) {
+		dcache_settings_text t{};
+		t.auto_stream_min_mib = good;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, 0) << p.why;
+		EXPECT_EQ(p.s.auto_stream_min_mib, std::stoul(good));
+	}
+	for (const char *bad : {"0", "65537", "4M", "-4", "04", ""}) {
+		dcache_settings_text t{};
+		t.auto_stream_min_mib = bad;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, EINVAL) << bad;
+		EXPECT_THAT(p.why, HasSubstr("Auto_Stream_Min_MiB = \"" + std::string(bad) +
+					     "\" is not valid; allowed: an integer from 1 to 65536"));
+	}
+}
 
 TEST(settings, num_pages_range)
 {
@@ -307,9 +357,11 @@ TEST(settings, mode_names)
 	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_DIRECT_DATA_SYNC), "direct_data_sync");
 	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_DIRECT_FILE_SYNC), "direct_file_sync");
 	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_FADVISE), "fadvise");
+	EXPECT_STREQ(dcache_mode_name(DCACHE_MODE_AUTO), "auto");
 	// Every name parses back to its mode (round trip for IO_Cache_Write).
-	for (dcache_mode m : {DCACHE_MODE_BUFFERED, DCACHE_MODE_DONTCACHE, DCACHE_MODE_DIRECT,
-			      DCACHE_MODE_DIRECT_DATA_SYNC, DCACHE_MODE_DIRECT_FILE_SYNC, DCACHE_MODE_FADVISE}) {
+	for (dcache_mode m :
+	     {DCACHE_MODE_BUFFERED, DCACHE_MODE_DONTCACHE, DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT_DATA_SYNC,
+	      DCACHE_MODE_DIRECT_FILE_SYNC, DCACHE_MODE_FADVISE, DCACHE_MODE_AUTO}) {
 		dcache_settings_text t{};
 		t.io_cache_write = dcache_mode_name(m);
 		const parsed p = parse(t);
@@ -337,6 +389,9 @@ const std::map<std::string, const char *> k_non_default = {
 	{"Cached_Read_Fast_Path", "false"},
 	{"IO_Blocking_Max", "7"},
 	{"IO_Workers_Max", "5"},
+	{"Auto_Read_Stream", "dontcache"},
+	{"Auto_Write_Stream", "direct"},
+	{"Auto_Stream_Min_MiB", "64"},
 };
 
 std::string formatted(const dcache_settings &s)
@@ -383,7 +438,7 @@ TEST(settings, every_setting_round_trips_through_a_live_export)
 	DCACHE_SETTINGS(DCACHE_ROUND_TRIP)
 #undef DCACHE_ROUND_TRIP
 	EXPECT_EQ(listed, k_non_default.size()) << "a value here for a setting that is not in DCACHE_SETTINGS";
-	EXPECT_EQ(listed, 13u);
+	EXPECT_EQ(listed, 16u);
 }
 
 TEST(settings, format_lists_every_setting_in_order)

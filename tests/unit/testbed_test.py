@@ -230,3 +230,9 @@ def test_grafana_variables_are_substituted_longest_name_first_in_both_forms():
     got = prometheus.grafana_substitute('x{e=~"$export",i=~"${instance}"}[$__rate_interval] $exp',
                                         {"export": "(2|3)", "exp": "E", "instance": "(h)", "__rate_interval": "4s"})
     assert got == 'x{e=~"(2|3)",i=~"(h)"}[4s] E'
+
+
+def test_the_mounts_that_show_a_memory_group_are_the_memory_hierarchy_and_cgroup2():
+    assert cgroups.memory_mounts(MOUNTINFO) == [("cgroup", "memory", "/sys/fs/cgroup/memory"),
+                                                ("cgroup2", "", "/sys/fs/cgroup/unified")]
+    assert cgroups.memory_mounts("22 1 0:21 / /sys rw - sysfs sysfs rw\n") == []

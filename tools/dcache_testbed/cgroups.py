@@ -40,6 +40,32 @@ def hierarchy(controller, mountinfo=None):
     return ""
 
 
+def memory_mounts(mountinfo=None):
+    """The mounts through which a process sees its memory group, as
+    (type, options, point): the v1 hierarchy with the memory controller
+    (options: its controllers) and cgroup2, from the text of
+    /proc/self/mountinfo (read when not given). A server's namespace made
+    by `ip netns exec` has a fresh /sys without them; the namespace
+    holder mounts them again (holder.py --cgroup), as a server on a
+    machine sees them."""
+    if mountinfo is None:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            mountinfo = f.read()
+    out = []
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        sep = fields.index("-")
+        fstype, point = fields[sep + 1], fields[4].replace("\\040", " ")
+        controllers = [o for o in fields[sep + 3].split(",") if o not in ("rw", "ro")]
+        if fstype == "cgroup" and "memory" in controllers:
+            out.append(("cgroup", ",".join(controllers), point))
+        elif fstype == "cgroup2":
+            out.append(("cgroup2", "", point))
+    return out
+
+
 class Group:
     """A cgroup v1 group of controller holding pids, with settings
     ({file: value}, written in order before the processes move in)."""

@@ -117,6 +117,7 @@ MODES = [
                              "Direct_Misaligned_Dontcache": "false"}),
     ("direct_mem_buffered", {"IO_Cache_Read": "direct", "IO_Cache_Write": "direct",
                              "Direct_Misaligned_Memory": "buffered"}),
+    ("auto", {"IO_Cache_Read": "auto", "IO_Cache_Write": "auto"}),
 ]
 
 

@@ -6,13 +6,17 @@ nsenter, so all of them are children of the caller.
 
     python3 -m dcache_testbed.holder --ready FILE [--private-run]
         [--keep LOOPDEV]... [--state DIR] [--root ROOT] [--bind DIR]...
-        [--mount-at DIR SOURCE]
+        [--mount-at DIR SOURCE] [--cgroup TYPE OPTIONS POINT]...
 
 The namespace starts as a copy of the host's mounts, among them the loop
 filesystems of tests running beside this one: each would stay alive here as
 long as the server runs, and its test could not detach its loop device. So
 every loop mount but the kept ones and those the server stands on is
 detached here, in this namespace only.
+
+`ip netns exec` gives the namespace a fresh /sys, without the cgroup
+filesystems: --cgroup mounts them again (over a tmpfs on their parent), so
+that the server sees its memory group as it would on a machine.
 """
 
 import argparse
@@ -43,6 +47,17 @@ def under(path, top):
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
+def mount_cgroups(cgroups):
+    """Each (type, options, point) mounted at point, over a tmpfs on the
+    parents that are sysfs's own directories (where nothing can be made)."""
+    for parent in sorted({os.path.dirname(point) for _, _, point in cgroups}):
+        if not os.path.ismount(parent):
+            mount("-t", "tmpfs", "-o", "size=1m,mode=755", "dcache-cgroup", parent)
+    for fstype, options, point in cgroups:
+        os.makedirs(point, exist_ok=True)
+        mount("-t", fstype, *(["-o", options] if options else []), fstype, point)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ready", required=True)
@@ -52,6 +67,7 @@ def main():
     p.add_argument("--root", default="")
     p.add_argument("--bind", action="append", default=[])
     p.add_argument("--mount-at", nargs=2, metavar=("DIR", "SOURCE"))
+    p.add_argument("--cgroup", nargs=3, action="append", default=[], metavar=("TYPE", "OPTIONS", "POINT"))
     a = p.parse_args()
 
     for source, target in loop_mounts():
@@ -63,6 +79,7 @@ def main():
         subprocess.run(["umount", "-l", target], check=False, stderr=subprocess.DEVNULL)
     if a.private_run:
         mount("-t", "tmpfs", "-o", "size=16m,mode=755", "dcache-run", "/run")
+    mount_cgroups(a.cgroup)
     binds = [a.state] + a.bind if a.state else list(a.bind)
     if a.mount_at:
         # the filesystem at that path too, over a tmpfs on its parent

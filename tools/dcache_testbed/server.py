@@ -182,6 +182,9 @@ class Namespace:
             "unshare", "--mount", "--propagation", "private", "setpriv", "--pdeathsig", "KILL", "--",
             sys.executable, "-m", "dcache_testbed.holder", "--ready", ready, "--state", state]
         argv += ["--private-run"] if net else []
+        # ip netns exec's fresh /sys has no cgroup filesystems: the server
+        # sees its memory group through them (auto's memory signal)
+        argv += [arg for m in cgroups.memory_mounts() for arg in ("--cgroup", *m)] if net and not root else []
         argv += [arg for dev in keep_loopdevs for arg in ("--keep", dev)]
         argv += ["--root", root] if root else []
         argv += [arg for d in binds for arg in ("--bind", d)]

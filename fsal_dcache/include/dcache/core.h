@@ -24,8 +24,11 @@ extern "C" {
 
 /* ---- settings ---------------------------------------------------------- */
 
-/* Values mirror knfsd's io_cache_read / io_cache_write numbers; FADVISE has
- * no kernel number and is accepted only by name. */
+/* Values mirror knfsd's io_cache_read / io_cache_write numbers; FADVISE and
+ * AUTO have no kernel number and are accepted only by name.  AUTO is not a
+ * way of doing I/O: each request of an auto export is resolved to buffered
+ * or to the export's stream mode (Auto_Read_Stream, Auto_Write_Stream) by
+ * the core's auto policy before it is planned. */
 enum dcache_mode {
 	DCACHE_MODE_BUFFERED = 0,
 	DCACHE_MODE_DONTCACHE = 1,
@@ -33,6 +36,7 @@ enum dcache_mode {
 	DCACHE_MODE_DIRECT_DATA_SYNC = 3, /* IO_Cache_Write only */
 	DCACHE_MODE_DIRECT_FILE_SYNC = 4, /* IO_Cache_Write only */
 	DCACHE_MODE_FADVISE = 100,
+	DCACHE_MODE_AUTO = 101,
 };
 
 /* What to do with the direct middle of a WRITE whose payload is not
@@ -84,6 +88,9 @@ struct dcache_settings_text {
 	const char *cached_read_fast_path DCACHE_UNSET; /* bool, default true */
 	const char *io_blocking_max DCACHE_UNSET;	/* 0 .. 1024, default 32 */
 	const char *io_workers_max DCACHE_UNSET;	/* 0 .. 4096, default 0 (the kernel's) */
+	const char *auto_read_stream DCACHE_UNSET;	/* dontcache | direct, default direct */
+	const char *auto_write_stream DCACHE_UNSET;	/* dontcache | direct, default dontcache */
+	const char *auto_stream_min_mib DCACHE_UNSET;	/* 1 .. 65536, default 4 */
 };
 
 /* Every setting of the FSAL block, as X(name in ganesha.conf, field): the
@@ -104,7 +111,10 @@ struct dcache_settings_text {
 	X("IO_Queue_Depth", io_queue_depth)                           \
 	X("Cached_Read_Fast_Path", cached_read_fast_path)             \
 	X("IO_Blocking_Max", io_blocking_max)                         \
-	X("IO_Workers_Max", io_workers_max)
+	X("IO_Workers_Max", io_workers_max)                           \
+	X("Auto_Read_Stream", auto_read_stream)                       \
+	X("Auto_Write_Stream", auto_write_stream)                     \
+	X("Auto_Stream_Min_MiB", auto_stream_min_mib)
 
 /* Validated settings. */
 struct dcache_settings {
@@ -140,6 +150,12 @@ struct dcache_settings {
 	 * (threads the kernel starts for requests it cannot issue without
 	 * blocking).  0: the kernel's default, min(ring entries, 4 x CPUs). */
 	uint32_t io_workers_max;
+	/* IO_Cache_Read / IO_Cache_Write = auto: what a READ or WRITE of a
+	 * file being streamed becomes (dontcache or direct), and how many MiB
+	 * a sequential run must have moved to be a stream. */
+	enum dcache_mode auto_read_stream;
+	enum dcache_mode auto_write_stream;
+	uint32_t auto_stream_min_mib;
 };
 
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */

@@ -46,6 +46,7 @@ inline const std::vector<export_def> k_exports = {
     {36, "m_direct_file_sync", "direct", "direct_file_sync", false, false},
     {37, "m_direct_cached_edges", "direct", "direct", false, true},
     {38, "m_direct_mem_buffered", "direct", "direct", false, false},
+    {39, "m_auto", "auto", "auto", false, false},
     {41, "t_buffered", "buffered", "buffered", true, false},
     {42, "t_dontcache", "dontcache", "dontcache", true, false},
     {43, "t_fadvise", "fadvise", "fadvise", true, false},

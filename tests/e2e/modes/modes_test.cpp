@@ -230,19 +230,43 @@ std::string cached_runs(const std::string& path, std::uint64_t size) {
   return out.empty() ? "none" : "pages " + out + "of " + std::to_string(pages);
 }
 
+// The share (percent) of an auto export's READs or WRITEs (op "read",
+// "write") between two readings that auto decided to serve cached.
+double auto_cached_pct(const fsal_stats& before, const fsal_stats& after, int id, const std::string& op) {
+  std::uint64_t cached = 0, all = 0;
+  for (const char* r : {"small", "no_stream", "memory_free", "reused", "too_big", "stream"}) {
+    const std::uint64_t n = delta(before, after, id, (op + "_auto_" + r).c_str());
+    all += n;
+    if (std::strcmp(r, "too_big") != 0 && std::strcmp(r, "stream") != 0) cached += n;
+  }
+  std::printf("MEASURE auto %s decisions=%llu cached=%llu\n", op.c_str(),
+              static_cast<unsigned long long>(all), static_cast<unsigned long long>(cached));
+  EXPECT_GT(all, 0u) << "no " << op << "_auto_* decision counted";
+  return all ? 100.0 * static_cast<double>(cached) / static_cast<double>(all) : 0.0;
+}
+
 class residency_test : public ::testing::TestWithParam<export_def> {
  protected:
-  // buffered keeps everything; every other mode at most 2 % of the bytes.
-  void check(const export_def& e, const char* what, std::uint64_t cached, std::uint64_t moved) {
+  // buffered keeps everything; auto what it decided to serve cached
+  // (auto_pct: auto_cached_pct, of requests of one size) and at most 2 %
+  // of the bytes more; every other mode at most 2 % of the bytes.
+  void check(const export_def& e, const char* what, std::uint64_t cached, std::uint64_t moved,
+             double auto_pct = 0.0) {
     const double pct = 100.0 * static_cast<double>(cached) / static_cast<double>(moved);
     std::printf("MEASURE residency %s export=%s read=%s write=%s cached=%llu moved=%llu pct=%.2f\n", what,
                 e.name, e.read_mode, e.write_mode, static_cast<unsigned long long>(cached),
                 static_cast<unsigned long long>(moved), pct);
     const bool is_read = std::strncmp(what, "read", 4) == 0;
     const char* mode = is_read ? e.read_mode : e.write_mode;
-    if (is(mode, "buffered"))
+    if (is(mode, "buffered")) {
       EXPECT_GE(pct, 90.0) << what << ": buffered should leave the data resident";
-    else
+    } else if (is(mode, "auto")) {
+      EXPECT_LE(pct, auto_pct + 2.0) << what << ": auto left more than it decided to cache (" << auto_pct
+                                     << " %)";
+      if (auto_pct >= 99.0) {
+        EXPECT_GE(pct, 90.0) << what << ": auto cached it all and should leave it resident";
+      }
+    } else
       EXPECT_LE(pct, 2.0) << what << ": mode " << mode << " left too much in the page cache";
   }
 };
@@ -263,7 +287,15 @@ TEST_P(residency_test, write_then_commit_aligned_1mib) {
   ASSERT_EQ(f.fsync(), 0) << c.last_error();
   const auto after = stats_now();
   const auto r = measure(backing_dir(e) + "/resident_write", e.id);
-  check(e, "write_aligned", r.cached_bytes, k_residency_bytes);
+  const bool is_auto = is(e.write_mode, "auto");
+  if (is_auto) {
+    // 1 MiB WRITEs of one file from its start: a stream once its run has
+    // moved Auto_Stream_Min_MiB (4)
+    EXPECT_EQ(delta(before, after, e.id, "write_auto_no_stream"), 4u);
+    EXPECT_EQ(delta(before, after, e.id, "write_auto_stream"), k_residency_bytes / k_mib - 4);
+  }
+  check(e, "write_aligned", r.cached_bytes, k_residency_bytes,
+        is_auto ? auto_cached_pct(before, after, e.id, "write") : 0.0);
   std::printf(
       "MEASURE counters export=%s writes=%llu write_direct=%llu write_split=%llu bounce=%llu "
       "mem_misaligned=%llu dontcache_bytes=%llu direct_bytes=%llu buffered_bytes=%llu "
@@ -404,12 +436,17 @@ TEST_P(residency_test, read_uncached_file) {
   // Aligned 1 MiB records, then (after dropping again) misaligned records
   // for the direct read mode, which widens and bounces those.
   std::vector<std::byte> buf(k_mib);
+  const auto read_before = reset_stats();
   for (std::uint64_t o = 0; o < k_residency_bytes; o += k_mib) {
     ASSERT_EQ(f.pread_full(o, buf), static_cast<long long>(k_mib));
     ASSERT_EQ(first_difference(buf, pattern(9, o, k_mib)), -1) << "READ at " << o;
   }
+  const auto read_after = stats_now();
   auto r = measure(path, e.id);
-  check(e, "read_aligned", r.cached_bytes, k_residency_bytes);
+  // auto: a stream after its first 4 MiB, cached while the server's memory
+  // (its group's, or the machine's) has room to spare (memory_free)
+  check(e, "read_aligned", r.cached_bytes, k_residency_bytes,
+        is(e.read_mode, "auto") ? auto_cached_pct(read_before, read_after, e.id, "read") : 0.0);
   if (!is(e.read_mode, "buffered") && r.cached_bytes > k_residency_bytes / 50)
     std::printf("  cached after read: %s\n", cached_runs(path, k_residency_bytes).c_str());
 

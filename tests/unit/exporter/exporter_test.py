@@ -66,7 +66,7 @@ CANNED = [
     counter("export_3.places_taken", 1),
     counter("export_3.boundary_pages_current", 7),
     counter("export_3.fallback_no_dontcache", 1),
-    counter("export_3.auto_stream", 5),
+    counter("export_3.write_auto_too_big", 5),
     counter("export_3.brand_new_counter", 9),
 ]
 
@@ -164,9 +164,9 @@ def test_left_out_values_and_zero_counters_are_not_served(table):
     assert ("dcache_requests_total", lab(export="export_id=2", op="write", disposition="buffered")) not in series(text)
 
 
-def test_rows_to_come_and_counters_without_a_row_get_a_metric(table):
+def test_patterns_and_counters_without_a_row_get_a_metric(table):
     got = series(scrape(table, reply(CANNED)))
-    assert got[("dcache_auto_decisions_total", lab(export="export_id=3", reason="stream"))] == 5
+    assert got[("dcache_auto_decisions_total", lab(export="export_id=3", op="write", reason="too_big"))] == 5
     assert got[("dcache_brand_new_counter_total", lab(export="export_id=3"))] == 9
 
 

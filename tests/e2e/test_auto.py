@@ -1,0 +1,123 @@
+"""IO_Cache_Read/Write = auto end to end, one export carrying both kinds of
+data, the server in a memory group: a working-set file read again stays in
+the page cache while a stream larger than the group is read through the
+same export past it, and the decision counters dcache-stats prints say why
+(docs/configuration.md, "auto: chosen per request"). A stream written
+through the export is not left in the page cache either.
+
+The group is cgroup v1's memory controller (skipped where there is none);
+the server's namespace sees it through the cgroup filesystems the testbed
+mounts there, as a server on a machine does.
+"""
+
+import os
+import subprocess
+
+import pytest
+
+from dcache_testbed import cgroups, nfs, stats
+from dcache_testbed.exports import dcache, default_exports
+
+MIB = 1 << 20
+AUTO_ID = 3
+GROUP = 384 * MIB  # the server's ~100-150 MiB and a page cache of ~250 MiB
+WS = 16 * MIB  # the working set: one file, larger than Auto_Stream_Min_MiB
+STREAM = 1024 * MIB  # four times what the group's page cache could hold
+WRITTEN = 256 * MIB
+CACHED = ("small", "no_stream", "memory_free", "reused")
+UNCACHED = ("too_big", "stream")
+
+
+def residency(path):
+    """The share (0-1) of path's bytes in the page cache (fincore)."""
+    out = subprocess.run(["fincore", "-n", "-b", "-o", "RES,SIZE", path], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return int(out[0]) / int(out[1])
+
+
+def make_local(path, size):
+    """A file of size bytes written on the server's filesystem, out of the
+    page cache afterwards."""
+    block = os.urandom(MIB)
+    with open(path, "wb") as f:
+        for _ in range(size // MIB):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    assert residency(path) < 0.02, f"{path}: could not drop it from the page cache first"
+
+
+def decisions(before, after):
+    """READ decisions by reason between two readings of the counters."""
+    d = after - before
+    return {r: d["read_auto_" + r] for r in CACHED + UNCACHED}
+
+
+def test_data_read_again_stays_cached_a_stream_beside_it_does_not(make_server, tmp_path):
+    srv = make_server(exports=default_exports() + [dcache(AUTO_ID, "auto", IO_Cache_Read="auto",
+                                                          IO_Cache_Write="auto")])
+    top = os.path.join(srv.mnt, "auto")
+    ws, stream = os.path.join(top, "ws"), os.path.join(top, "stream")
+    make_local(ws, WS)
+    make_local(stream, STREAM)
+    try:
+        group = srv.cgroup("memory", {"memory.limit_in_bytes": GROUP})
+        group.__enter__()
+    except cgroups.Unavailable as e:
+        pytest.skip(f"no memory group for the server: {e}")
+    try:
+        c0 = srv.counters(AUTO_ID)
+        assert nfs.get(srv, "auto/ws") is not None, "the working set's first read failed"
+        c1 = srv.counters(AUTO_ID)
+        first = decisions(c0, c1)
+        print(f"working set, first read: {first}, resident {residency(ws):.0%}")
+
+        # the stream, read whole (not kept: 1 GiB through nfs-cat to /dev/null)
+        res = subprocess.run(srv.ns.argv(["sh", "-c", f"nfs-cat '{nfs.url('auto/stream')}' > /dev/null"]),
+                             check=False, timeout=300)
+        assert res.returncode == 0, "reading the stream failed"
+        c2 = srv.counters(AUTO_ID)
+        by_stream = decisions(c1, c2)
+        peak = group.read_int("memory.max_usage_in_bytes")
+        print(f"stream: {by_stream}, resident {residency(stream):.0%}, group peak {peak >> 20} MiB "
+              f"of {GROUP >> 20}")
+
+        assert nfs.get(srv, "auto/ws") is not None, "the working set's second read failed"
+        c3 = srv.counters(AUTO_ID)
+        again = decisions(c2, c3)
+        print(f"working set, read again: {again}, resident {residency(ws):.0%}")
+    finally:
+        group.__exit__(None, None, None)
+
+    requests = sum(by_stream.values())
+    assert requests >= STREAM // MIB, f"the stream's READs were not counted per decision: {by_stream}"
+    assert by_stream["stream"] + by_stream["too_big"] >= requests // 2, \
+        f"most of the stream should have gone past the cache (stream/too_big): {by_stream}"
+    assert c2.read_direct - c1.read_direct >= requests // 2, "the stream's uncached READs were not direct"
+    # what it left cached is what it was cached for (memory free at first)
+    cached_share = sum(by_stream[r] for r in CACHED) / requests
+    assert residency(stream) <= cached_share + 0.05, \
+        f"the stream left {residency(stream):.0%} of itself in the page cache, {cached_share:.0%} of its READs cached"
+    assert sum(again[r] for r in UNCACHED) == 0, f"the working set read again went uncached: {again}"
+    assert sum(again.values()) > 0, "the working set read again was not counted"
+    assert residency(ws) >= 0.9, f"the working set is {residency(ws):.0%} resident after the stream"
+
+    # a stream written through the export: its start cached, the rest not
+    local = tmp_path / "written"
+    with open(local, "wb") as f:
+        f.write(os.urandom(MIB) * (WRITTEN // MIB))
+    c4 = srv.counters(AUTO_ID)
+    assert nfs.put(srv, str(local), "auto/written"), "writing the stream failed"
+    d = srv.counters(AUTO_ID) - c4
+    written = os.path.join(top, "written")
+    subprocess.run(["sync", "-f", written], check=True)
+    print(f"written: stream {d.write_auto_stream}, no_stream {d.write_auto_no_stream}, small "
+          f"{d.write_auto_small}, resident {residency(written):.0%}")
+    assert d.write_auto_stream > 0, f"no WRITE of the written stream went the stream's way: {d}"
+    assert residency(written) <= 0.1, f"the written stream left {residency(written):.0%} in the page cache"
+
+    # the counters above are dcache-stats --json's; its table has them too
+    table = srv.run([stats.TOOL, "--export", str(AUTO_ID)], quiet=True).stdout
+    for name in ("read_auto_stream", "write_auto_stream", "read_mode_auto", "write_mode_auto"):
+        assert name in table, f"dcache-stats --export {AUTO_ID} does not show {name}:\n{table}"
