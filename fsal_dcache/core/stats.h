@@ -41,7 +41,9 @@ namespace dcache::core {
 	X(admission_waits)                                                                \
 	X(dio_align_statx) X(dio_align_xfs_dioinfo) X(dio_align_btrfs)                    \
 	X(dio_align_block_device) X(dio_align_none) X(drops_pending)                     \
-	X(admission_waits_in_worker)
+	X(admission_waits_in_worker)                                                      \
+	X(write_bounced_bytes) X(write_unbounced_bytes)                                   \
+	X(read_bounced_bytes) X(read_unbounced_bytes)
 // clang-format on
 
 enum class stat : std::size_t {
