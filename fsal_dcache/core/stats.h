@@ -43,7 +43,8 @@ namespace dcache::core {
 	X(dio_align_block_device) X(dio_align_none) X(drops_pending)                     \
 	X(admission_waits_in_worker)                                                      \
 	X(write_bounced_bytes) X(write_unbounced_bytes)                                   \
-	X(read_bounced_bytes) X(read_unbounced_bytes)
+	X(read_bounced_bytes) X(read_unbounced_bytes)                                     \
+	X(bounce_buffers_reused) X(bounce_buffers_mapped) X(bounce_steps_fixed)
 // clang-format on
 
 enum class stat : std::size_t {

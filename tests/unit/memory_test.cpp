@@ -2,6 +2,7 @@
 // unmapped when the server goes idle, and the malloc_trim after a burst.
 #include "dcache_io/bounce_pool.h"
 #include "dcache_io/heap_trim.h"
+#include "dcache_io/sync_backend.h"
 #include "iovec.h"
 
 #include <gtest/gtest.h>
@@ -45,11 +46,12 @@ TEST(bounce_pool, aligned_buffer_gives_its_memory_back)
 	(void)bounce_trim();
 	const std::size_t base = bounce_mapped();
 	{
-		aligned_buffer buf;
+		sync_backend b;
+		aligned_buffer buf(b);
 		ASSERT_TRUE(buf.allocate(512, 100000));
 		EXPECT_EQ(bounce_mapped(), base + 1);
 		EXPECT_FALSE(buf.allocate(512, 10)) << "one allocation per buffer";
-		aligned_buffer beyond_a_page;
+		aligned_buffer beyond_a_page(b);
 		EXPECT_FALSE(beyond_a_page.allocate(2 * k_page_size, 10));
 	}
 	EXPECT_EQ(bounce_trim(), std::size_t{128} << 10) << "back in the pool, then unmapped";

@@ -40,6 +40,7 @@ public:
 		int iov_count = 0;
 		bool mem_aligned = true;    // every iovec address/length multiple of M
 		const void *iov0 = nullptr; // where the first iovec pointed (the memory issued from)
+		int buf_index = -1;	    // request::buf_index
 		result res;
 	};
 
