@@ -179,6 +179,12 @@ fsal_status_t dcache_lookup(struct fsal_obj_handle *parent, const char *name,
 /* stats.c */
 void dcache_stats_init(struct fsal_module *module);
 
+/* rpc_buffers.c: the RPC library's large buffers from the core's pool
+ * while the module is loaded. */
+void dcache_rpc_buffers_install(void);
+bool dcache_rpc_buffers_installed(void);
+void dcache_rpc_buffers_remove(void);
+
 /* file.c: the data path and the open/close ops around it */
 void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
 		  fsal_async_cb done_cb, struct fsal_io_arg *arg,

@@ -79,7 +79,7 @@ private:
 
 	io_uring *const _ring;
 	std::mutex _m;
-	std::vector<int> _slots;				 // free slots; guarded by _m
+	std::vector<int> _slots;				// free slots; guarded by _m
 	std::array<std::vector<entry>, k_bounce_classes> _free; // guarded by _m
 	std::atomic<std::uint64_t> _registrations{0};
 	std::atomic<std::uint64_t> _reuses{0};

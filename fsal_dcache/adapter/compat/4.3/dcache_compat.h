@@ -21,6 +21,10 @@
 #define DCACHE_STATE_FREED_BY_EXPORT 1
 /* No export_ops.fs_readdir_mode. */
 #define DCACHE_HAS_FS_READDIR_MODE 0
+/* Where a WRITE's payload lies (adapter/rpc_buffers.c): copied out of the
+ * receive buffer into a buffer of its own, of the data's size (xdr_bytes),
+ * so aligned when that buffer starts on a page. */
+#define DCACHE_WRITE_DATA_IN_RECV_BUFFER 0
 
 /* Handles are not put on the FSAL's list. */
 #define DCACHE_HANDLE_INIT(obj, exp, type) fsal_obj_handle_init(obj, exp, type)

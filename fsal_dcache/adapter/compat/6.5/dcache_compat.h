@@ -19,6 +19,10 @@
  * the fd's object (export_ops.get_fsal_obj_hdl, no default). */
 #define DCACHE_STATE_FREED_BY_EXPORT 0
 #define DCACHE_HAS_FS_READDIR_MODE 0
+/* Where a WRITE's payload lies (adapter/rpc_buffers.c): in the receive
+ * buffer (xdr_io_data), at its end for NFSv3, so aligned when the receive
+ * buffer ends on a page. */
+#define DCACHE_WRITE_DATA_IN_RECV_BUFFER 1
 
 /* Handles go on the FSAL's list for its destroyer (as FSAL_NULL). */
 #define DCACHE_HANDLE_INIT(obj, exp, type) \

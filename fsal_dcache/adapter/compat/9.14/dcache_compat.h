@@ -18,6 +18,10 @@
 /* export_ops.fs_readdir_mode: its default reads the DCACHE module's
  * fs_info, so it is forwarded to VFS (as FSAL_NULL does). */
 #define DCACHE_HAS_FS_READDIR_MODE 1
+/* Where a WRITE's payload lies (adapter/rpc_buffers.c): in the receive
+ * buffer (xdr_io_data), at its end for NFSv3, so aligned when the receive
+ * buffer ends on a page. */
+#define DCACHE_WRITE_DATA_IN_RECV_BUFFER 1
 
 #define DCACHE_HANDLE_INIT(obj, exp, type) \
 	fsal_obj_handle_init(obj, exp, type, true)
