@@ -25,6 +25,9 @@
  * receive buffer into a buffer of its own, of the data's size (xdr_bytes),
  * so aligned when that buffer starts on a page. */
 #define DCACHE_WRITE_DATA_IN_RECV_BUFFER 0
+/* Ganesha allocates a READ's buffer itself: NFSv3's with gsh_malloc (16
+ * bytes past a page), freed with gsh_free after the reply (nfs3_read.c). */
+#define DCACHE_FSAL_ALLOCATES_READ_BUFFER 0
 
 /* Handles are not put on the FSAL's list. */
 #define DCACHE_HANDLE_INIT(obj, exp, type) fsal_obj_handle_init(obj, exp, type)

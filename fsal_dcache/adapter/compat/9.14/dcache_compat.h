@@ -22,6 +22,9 @@
  * buffer (xdr_io_data), at its end for NFSv3, so aligned when the receive
  * buffer ends on a page. */
 #define DCACHE_WRITE_DATA_IN_RECV_BUFFER 1
+/* Ganesha asks the FSAL for a READ's buffer (fso_allocate_own_read_buffer:
+ * iov[0].iov_base NULL, released through iov_release after the reply). */
+#define DCACHE_FSAL_ALLOCATES_READ_BUFFER 1
 
 #define DCACHE_HANDLE_INIT(obj, exp, type) \
 	fsal_obj_handle_init(obj, exp, type, true)
