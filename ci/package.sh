@@ -49,7 +49,12 @@ done
 # below it resolve there as here).
 run=()
 if [ -n "$release_root" ]; then
-  run=(release_chroot --bind "$top" --)
+  run=(release_chroot --bind "$top")
+  # .cache may be a link to another checkout's (a git worktree's): bound
+  # too, as ci/build.sh does, or the work dir below it is not in the root
+  cache=$(realpath "$top/.cache")
+  [ "${cache#"$top"/}" != "$cache" ] || run+=(--bind "$cache")
+  run+=(--)
   version=$(cd "$work/src" && dpkg-parsechangelog -S Version)
   suite=${release_install_suite:-$release_suite}
   # the top entry for the release's suite, before the bookworm one

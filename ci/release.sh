@@ -1,12 +1,7 @@
 # shellcheck shell=bash
 # The Ganesha releases DCACHE is built for and tested against, and how each
-# is reached: the one table of them, sourced by ci/, tests/e2e/ and tools/
-# after they set $top (the repository).
-#
-#   release  Debian suite                       nfs-ganesha      FSAL API  runs
-#   4.3      bookworm (12, this machine)        4.3-2            11        on the host
-#   6.5      trixie (13)                        6.5-5            13        in .cache/trixie/root
-#   9.14     trixie-backports (13), forky       9.14-1~bpo13+1   14        in .cache/trixie-backports/root
+# is reached, from the one table of them (ci/releases.tsv); sourced by ci/
+# and tools/ after they set $top (the repository).
 #
 # A release other than the host's is built and run in a Debian root of its
 # suite (debootstrap --variant=minbase, made by `ci/setup.sh --ganesha X`),
@@ -14,12 +9,14 @@
 # mounted in a root on the host: every mount a command in it needs is made in
 # a private mount namespace that ends with the command (release_chroot).
 #
-#   release_select X        sets the release_* variables below for X (4.3
-#                           when X is empty), or fails naming the releases
+#   release_all             the releases, in the table's order
+#   release_select X        sets the release_* variables below for X (the
+#                           host's when X is empty), or fails naming the
+#                           releases
 #   release_parse_ganesha ARGS...
 #                           the --ganesha X / --ganesha=X option, else
-#                           $DCACHE_GANESHA, else 4.3: release_select's it
-#                           and leaves the other arguments in release_rest
+#                           $DCACHE_GANESHA, else the host's: release_select's
+#                           it and leaves the other arguments in release_rest
 #   release_chroot [--bind DIR]... [--] CMD...
 #   release_no_mounts       fails when anything is mounted below the root
 #   release_archive_uri     the Debian archive this machine's apt uses
@@ -28,42 +25,41 @@
 # (docs/ganesha-releases.md).
 
 : "${top:?ci/release.sh needs \$top, the repository}"
-release_all=(4.3 6.5 9.14)
+release_table=$top/ci/releases.tsv
+mapfile -t release_all < <(awk -F'\t' '!/^#/ && $1 != "release" && NF { print $1 }' "$release_table")
 
 # shellcheck disable=SC2034  # the variables are for the scripts sourcing this
 release_select() {
-  release=${1:-4.3}
+  local row field
+  local -a cols
+  # the host's release is the one that runs in no root
+  release=${1:-$(awk -F'\t' '!/^#/ && $1 != "release" && $7 == "-" { print $1; exit }' "$release_table")}
+  row=$(awk -F'\t' -v r="$release" '!/^#/ && $1 == r' "$release_table")
+  if [ -z "$row" ]; then
+    echo "release: Ganesha '$release': DCACHE builds for ${release_all[*]}" >&2
+    return 2
+  fi
+  IFS=$'\t' read -r -a cols <<<"$row"
+  for field in "${!cols[@]}"; do [ "${cols[$field]}" != - ] || cols[field]=""; done
+  release_debian_version=${cols[1]} release_fsal_api=${cols[2]} release_ntirpc_major=${cols[3]}
+  release_suite=${cols[4]} release_install_suite=${cols[5]} release_root_name=${cols[6]}
+  release_deb_version_suffix=${cols[7]} release_config_h=${cols[8]}
+  # Lines a server's NFS_CORE_PARAM needs on this release (6.5 and later
+  # refuse to start when prctl(PR_SET_IO_FLUSHER) fails, as it does without
+  # CAP_SYS_RESOURCE), one per line.
+  release_core_param=${cols[9]:+${cols[9]//|/;$'\n'};}
+  # Why the release's VFS refuses to export a tmpfs ("" where it does not).
+  release_tmpfs_refused=""
+  [ "${cols[10]}" = yes ] || release_tmpfs_refused="Ganesha $release does not export tmpfs (FSAL/localfs.c skips tmpfs mounts)"
+  # Which end-to-end tests CI runs against it (ci/test.sh): all, or releases.
+  release_e2e=${cols[11]}
   # where nfs-ganesha-vfs puts its modules and where libganesha_nfsd.so.X is,
   # on the host and in every root alike
   release_fsal_dir=/usr/lib/x86_64-linux-gnu/ganesha
   release_lib_dir=/usr/lib/ganesha
-  case $release in
-    4.3)
-      release_debian_version=4.3-2 release_fsal_api=11 release_ntirpc_major=4
-      release_suite=bookworm release_install_suite="" release_root="" release_root_name=""
-      release_build_dir=$top/build release_deb_version_suffix="" ;;
-    6.5)
-      release_debian_version=6.5-5 release_fsal_api=13 release_ntirpc_major=6
-      release_suite=trixie release_install_suite="" release_root_name=trixie
-      release_build_dir=$top/build-6.5 release_deb_version_suffix=+deb13 ;;
-    9.14)
-      release_debian_version=9.14-1~bpo13+1 release_fsal_api=14 release_ntirpc_major=7
-      release_suite=trixie release_install_suite=trixie-backports release_root_name=trixie-backports
-      release_build_dir=$top/build-9.14 release_deb_version_suffix=+deb14~bpo13+1 ;;
-    *)
-      echo "release: Ganesha '$release': DCACHE builds for ${release_all[*]}" >&2
-      return 2 ;;
-  esac
   release_root=${release_root_name:+${top:?}/.cache/$release_root_name/root}
   release_state=${release_root_name:+$top/.cache/$release_root_name}
-  # Lines a server's NFS_CORE_PARAM needs on this release: 6.5 and later
-  # refuse to start when prctl(PR_SET_IO_FLUSHER) fails, as it does without
-  # CAP_SYS_RESOURCE (containers); 4.3 has no such call or option.
-  release_core_param=""
-  [ "$release" = 4.3 ] || release_core_param="Allow_Set_Io_Flusher_Fail = true;"
-  # Why the release's VFS refuses to export a tmpfs ("" where it does not).
-  release_tmpfs_refused=""
-  [ "$release" = 4.3 ] || release_tmpfs_refused="Ganesha $release does not export tmpfs (FSAL/localfs.c skips tmpfs mounts)"
+  release_build_dir=$top/build${release_root_name:+-$release}
   # The module this checkout builds for the release.
   release_plugin=$release_build_dir/fsal_dcache/adapter/libfsaldcache.so
   # The setup command that makes the release's root and source tree.

@@ -1,8 +1,7 @@
 # shellcheck shell=bash
 # Running ganesha.nfsd for the tests, the demo and the benchmark: the one
 # library that starts and stops servers (tests/e2e/with_server.sh one in
-# namespaces of its own, tests/e2e/roll/heads.sh several, ci/demo.sh one on
-# the host's network). Sourced after ci/release.sh and release_select, which
+# namespaces of its own, ci/demo.sh one on the host's network). Sourced after ci/release.sh and release_select, which
 # say which Ganesha runs and where (the host's, or chrooted in a release's
 # Debian root).
 #

@@ -42,6 +42,8 @@ packages=(
   # tests, benchmark and demo
   libgtest-dev libgmock-dev libnfs-dev libnfs-utils xfsprogs dbus iproute2 nlohmann-json3-dev
   util-linux procps gnuplot-nox python3
+  # the end-to-end tests and the Python tools' tests (pytest), Python lint
+  python3-pytest flake8
   # the threads of a server that will not stop, in the test's log (ci/server.sh)
   gdb
   # the Ansible role deploy/ansible and its cluster test: Debian's ansible, not
@@ -55,6 +57,9 @@ packages=(
   shellcheck clang clang-format
   # the Debian package and its man pages
   debhelper lintian go-md2man man-db
+  # metrics: dcache-exporter's client library; promtool for the alert rules
+  # (and Prometheus itself, which the end-to-end tests run privately)
+  python3-prometheus-client prometheus
   # the cluster tests' RADOS (tests/e2e/cluster/): one monitor and one OSD
   # (no mgr), the rados/ceph commands, Ganesha's %url rados://, watch_url
   # and rados_cluster recovery backend, and its grace database tool
@@ -154,6 +159,8 @@ root_packages=(
   libcap-dev uuid-dev libnfsidmap-dev libwbclient-dev xfslibs-dev systemtap-sdt-dev
   # the server the end-to-end harness runs from the root
   dbus rpcbind
+  # dcache-exporter as installed by the package (6.5: Ganesha has no metrics)
+  python3-prometheus-client
   # the Debian package (ci/package.sh --ganesha X) and its man pages
   build-essential dpkg-dev debhelper lintian go-md2man man-db
 )
@@ -317,12 +324,15 @@ opts=(
 wanted=(_USE_9P _USE_NFS3 _USE_NLM _USE_RQUOTA USE_NFSACL3 _HAVE_GSSAPI USE_DBUS _MSPAC_SUPPORT
         USE_NFSIDMAP USE_CAPS USE_BLKID ENABLE_VFS_POSIX_ACL RPCBIND)
 unwanted=(_USE_NFS_RDMA _USE_9P_RDMA DEBUG_SAL USE_LTTNG)
-case $release in
-  6.5) unwanted+=(USE_MONITORING) ;;
-  # 9.14's debian/rules adds -DUSE_MONITORING=YES; QoS stays off (it would
-  # change struct gsh_export, which the adapter reads)
-  9.14) opts+=(-DUSE_MONITORING=YES); wanted+=(USE_MONITORING); unwanted+=(ENABLE_QOS) ;;
-esac
+# and the release's own (ci/releases.tsv): 9.14's debian/rules adds
+# -DUSE_MONITORING=YES, 6.5's build has none; QoS stays off (it would change
+# struct gsh_export, which the adapter reads)
+for define in $release_config_h; do
+  case $define in
+    +*) wanted+=("${define#+}"); opts+=("-D${define#+}=YES") ;;
+    -*) unwanted+=("${define#-}") ;;
+  esac
+done
 if [ ! -f "$cfg_rel/include/config.h" ]; then
   mkdir -p "$cfg_rel"
   release_chroot --bind "$cache" -- cmake -S "$src_rel/src" -B "$cfg_rel" -Wno-dev "${opts[@]}" \

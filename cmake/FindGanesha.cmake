@@ -7,11 +7,11 @@
 #   Ganesha_SOURCE_DIR   the tree's src/ directory
 #   Ganesha_BUILD_DIR    a configured build tree holding include/config.h
 #   Ganesha_LIBRARY_DIR  where libganesha_nfsd.so.<version> lives
-#   Ganesha_VERSION      the major.minor to link against: 4.3 (Debian 12's,
-#                        the default), 6.5 (Debian 13's) or 9.14 (Debian 13
-#                        backports'), the last two configured and built
-#                        inside their Debian root (ci/release.sh:
-#                        ci/setup.sh --ganesha X, ci/build.sh --ganesha X)
+#   Ganesha_VERSION      the major.minor to link against: a release of
+#                        ci/releases.tsv, by default the host's (the one
+#                        with no root); the others are configured and built
+#                        inside their Debian root (ci/setup.sh --ganesha X,
+#                        ci/build.sh --ganesha X)
 #
 # Every release puts libganesha_nfsd.so.<version> in /usr/lib/ganesha and the
 # FSAL modules in /usr/lib/<multiarch>/ganesha (those of its root).
@@ -20,10 +20,26 @@
 # ntirpc's), the definitions they need, and the library.
 include(FindPackageHandleStandardArgs)
 
-set(Ganesha_VERSION "4.3" CACHE STRING "nfs-ganesha major.minor")
+# The releases (ci/releases.tsv, the one table): each one's ntirpc major,
+# and which runs on the host (no root).
+file(STRINGS "${PROJECT_SOURCE_DIR}/ci/releases.tsv" _release_rows REGEX "^[0-9]")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/ci/releases.tsv")
+set(_releases "")
+foreach(_row IN LISTS _release_rows)
+  string(REPLACE "\t" ";" _cols "${_row}")
+  list(GET _cols 0 _rel)
+  list(GET _cols 3 _ntirpc_major_of_${_rel})
+  list(GET _cols 6 _root)
+  if(_root STREQUAL "-")
+    set(_host_release ${_rel})
+  endif()
+  list(APPEND _releases ${_rel})
+endforeach()
+
+set(Ganesha_VERSION "${_host_release}" CACHE STRING "nfs-ganesha major.minor")
 set(Ganesha_SOURCE_DIR "${PROJECT_SOURCE_DIR}/.cache/nfs-ganesha-${Ganesha_VERSION}/src"
     CACHE PATH "nfs-ganesha source tree (src/)")
-if(Ganesha_VERSION STREQUAL "4.3")
+if(Ganesha_VERSION STREQUAL _host_release)
   set(_ganesha_build_dir "${PROJECT_SOURCE_DIR}/.cache/ganesha-build")
 else()
   set(_ganesha_build_dir "${PROJECT_SOURCE_DIR}/.cache/ganesha-build-${Ganesha_VERSION}")
@@ -40,15 +56,11 @@ find_package(PkgConfig QUIET)
 find_path(Ganesha_NTIRPC_DIR rpc/xdr.h PATH_SUFFIXES ntirpc)
 
 # Each Ganesha release builds against the ntirpc its Debian suite ships
-# (4.3 and 6.5 against the same major, 9.14 against 7.2): 6.5's headers with
-# Debian 12's ntirpc 4.3 (a 6.5 build on the host, outside its root) would
-# not fit.
-set(_ntirpc_major_of_4.3 4)
-set(_ntirpc_major_of_6.5 6)
-set(_ntirpc_major_of_9.14 7)
+# (the table's ntirpc column): 6.5's headers with Debian 12's ntirpc 4 (a
+# 6.5 build on the host, outside its root) would not fit.
 unset(Ganesha_NTIRPC_FITS)
 if(NOT DEFINED _ntirpc_major_of_${Ganesha_VERSION})
-  message(STATUS "Ganesha ${Ganesha_VERSION}: DCACHE builds for 4.3, 6.5 and 9.14 (ci/release.sh)")
+  message(STATUS "Ganesha ${Ganesha_VERSION}: DCACHE builds for ${_releases} (ci/releases.tsv)")
 elseif(Ganesha_NTIRPC_DIR AND EXISTS "${Ganesha_NTIRPC_DIR}/version.h")
   file(STRINGS "${Ganesha_NTIRPC_DIR}/version.h" _ntirpc_major REGEX "^#define NTIRPC_VERSION_MAJOR ")
   string(REGEX REPLACE ".* ([0-9]+).*" "\\1" _ntirpc_major "${_ntirpc_major}")
@@ -59,7 +71,7 @@ elseif(Ganesha_NTIRPC_DIR AND EXISTS "${Ganesha_NTIRPC_DIR}/version.h")
   endif()
 endif()
 
-if(Ganesha_VERSION STREQUAL "4.3")
+if(Ganesha_VERSION STREQUAL _host_release)
   set(_ganesha_setup "ci/setup.sh")
 else()
   set(_ganesha_setup "ci/setup.sh --ganesha ${Ganesha_VERSION}, and build inside its root (ci/build.sh --ganesha ${Ganesha_VERSION})")

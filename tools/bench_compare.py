@@ -21,7 +21,9 @@ def load(dirs):
     for d in dirs:
         with open(f"{d}/results.json") as f:
             for r in json.load(f)["rows"]:
-                e = rows.setdefault((r["workload"], r["variant"]), {"mib": [], "cpu": [], "vfs": [], "c50": []})
+                # a phase of a workload of several is a row of its own
+                key = (r["workload"] + (f" ({r['phase']})" if r.get("phase") else ""), r["variant"])
+                e = rows.setdefault(key, {"mib": [], "cpu": [], "vfs": [], "c50": []})
                 e["mib"] += r.get("mib_s_all") or [r["mib_s"]]
                 e["cpu"].append(r.get("server_cpu_s_per_gib"))
                 e["vfs"].append(r.get("ratio_to_vfs"))
@@ -32,6 +34,10 @@ def load(dirs):
 
 def num(x):
     return "–" if x is None else f"{x:.2f}"
+
+
+def runs(xs):
+    return ", ".join(f"{x:.0f}" for x in xs)
 
 
 def main():
@@ -49,7 +55,6 @@ def main():
         ma, mb = med(a["mib"]), med(b["mib"])
         beyond = "below" if mb < min(a["mib"]) else "above" if mb > max(a["mib"]) else ""
         outside += beyond == "below"
-        runs = lambda xs: ", ".join(f"{x:.0f}" for x in xs)
         print(f"| {k[0]} | {k[1]} | {ma:.0f} ({runs(a['mib'])}) | {mb:.0f} ({runs(b['mib'])}) | {mb / ma:.2f} "
               f"| {num(med(a['vfs']))} / {num(med(b['vfs']))} | {num(med(a['cpu']))} / {num(med(b['cpu']))} "
               f"| {num(med(a['c50']))} / {num(med(b['c50']))} | {beyond} |")

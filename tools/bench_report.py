@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Aggregates a bench-report.sh run directory: medians per (workload,
-variant), ratios to the VFS baseline, results.json, table.md and three
-charts: chart.png (throughput relative to VFS), chart-cpu.png (server CPU
-per GiB) and chart-pagecache.png (page-cache peak), one colour per variant.
-The pressure workloads (DIR/pressure/: a stream beside a working set, the
-server in a memory group) get tables of their own (pressure_tables).
+phase, variant), ratios to the VFS baseline, results.json, table.md and
+three charts: chart.png (throughput relative to VFS), chart-cpu.png
+(server CPU per GiB) and chart-pagecache.png (page-cache peak), one
+colour per variant. The pressure workloads (DIR/pressure/: a stream
+beside a working set, the server in a memory group) and the one-export
+workloads (DIR/one_export/: both through one export) get tables of their
+own, and every measured phase of every kind a line of "Server CPU per
+GiB by phase" (bench_report_cpu.py).
 
 usage: bench_report.py DIR                 aggregate DIR/runs/, write all
        bench_report.py --charts-only DIR   redraw the charts from
@@ -18,7 +21,9 @@ from pathlib import Path
 # its parts, the modules beside it, wherever it is run or installed from
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_report_charts import charts  # noqa: E402
-from bench_report_common import GiB, MiB, WORKLOADS, fsal_counters, med  # noqa: E402
+from bench_report_common import GiB, MiB, PHASES, WORKLOADS, fsal_counters, med  # noqa: E402
+from bench_report_cpu import cpu_tables  # noqa: E402
+from bench_report_one_export import one_export_tables  # noqa: E402
 from bench_report_pressure import pressure_tables  # noqa: E402
 
 
@@ -41,7 +46,9 @@ def server_tables(d, ids, result, failures, f):
                             f"{j['first_error']}")
     result["servers"] = runs
     lines = []
-    mib = lambda k: k / 1024
+
+    def mib(kib):
+        return kib / 1024
     for w, title in (("memory", "Memory under a mixed load (`memory`: a server per variant; 48 connections of "
                       "60/40 1 MiB I/O and 16 of 4 KiB random I/O, iodepth 16, then idle)"),
                      ("overload", "Overload (`overload`: a server per variant, its device throttled by cgroup "
@@ -67,6 +74,24 @@ def server_tables(d, ids, result, failures, f):
     return lines
 
 
+def workload_phases(runs):
+    """(workload, phase) of the runs, in table order: the workloads in
+    WORKLOADS' order, the phases in PHASES' (unknown ones after)."""
+    seen = dict.fromkeys((w, p) for w, p, _ in runs)
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+
+    def key(wp):
+        w, p = wp
+        phases = PHASES.get(w, [""])
+        return order.get(w, len(order)), phases.index(p) if p in phases else len(phases)
+    return sorted(seen, key=key)
+
+
+def label(row):
+    """A row's workload as the tables name it: WORKLOAD (PHASE)."""
+    return row["workload"] + (f" ({row['phase']})" if row.get("phase") else "")
+
+
 def main():
     args = sys.argv[1:]
     charts_only = "--charts-only" in args
@@ -90,7 +115,8 @@ def main():
     runs = {}
     failures = []
     for f in sorted((d / "runs").glob("*.json")):
-        w, v, r = f.stem.split(".")
+        name, v, r = f.stem.split(".")
+        w, _, phase = name.partition("-")  # WORKLOAD-PHASE: one phase of several
         try:
             j = json.loads(f.read_text())
         except json.JSONDecodeError as e:
@@ -104,15 +130,15 @@ def main():
         if lim.exists():
             j["memcg_limit"] = int(lim.read_text())
         if Path(str(base) + ".failed").exists():
-            failures.append(f"{w} {v} repeat {r}: dcache-bench failed: "
+            failures.append(f"{name} {v} repeat {r}: dcache-bench failed: "
                             + Path(str(base) + ".err").read_text()[-300:].strip())
-        runs.setdefault((w, v), []).append(j)
+        runs.setdefault((w, phase, v), []).append(j)
 
     rows = []
-    for w in WORKLOADS:
-        base_mibs = med([j["total"]["mib_s"] for j in runs.get((w, "vfs"), [])])
+    for w, phase in workload_phases(runs):
+        base_mibs = med([j["total"]["mib_s"] for j in runs.get((w, phase, "vfs"), [])])
         for v in variants:
-            rs = runs.get((w, v))
+            rs = runs.get((w, phase, v))
             if not rs:
                 continue
             mibs = med([j["total"]["mib_s"] for j in rs])
@@ -122,7 +148,7 @@ def main():
             write_ops = med([j["write"]["ops"] for j in rs])
             dev_reads = med([s["dev_reads"] for s in srv])
             row = {
-                "workload": w, "variant": v, "repeats": len(rs),
+                "workload": w, "phase": phase, "variant": v, "repeats": len(rs),
                 "mib_s": mibs, "mib_s_all": [round(j["total"]["mib_s"], 1) for j in rs],
                 "iops": med([j["total"]["iops"] for j in rs]),
                 "ratio_to_vfs": (mibs / base_mibs) if base_mibs and mibs is not None else None,
@@ -134,14 +160,17 @@ def main():
                 "cache_peak_mib": med([s["cache_peak"] / MiB for s in srv]),
                 "cache_final_mib": med([s["cache_final"] / MiB for s in srv]),
                 "dirty_peak_mib": med([s["dirty_peak"] / MiB for s in srv]),
-                "meminfo_cached_peak_delta_mib": med([(s["meminfo_cached_peak"] - s["meminfo_cached_start"]) / MiB for s in srv]),
+                "meminfo_cached_peak_delta_mib": med([(s["meminfo_cached_peak"] - s["meminfo_cached_start"]) / MiB
+                                                      for s in srv]),
                 "dev_reads": dev_reads,
                 "dev_read_mib": med([s["dev_read_bytes"] / MiB for s in srv]),
                 "dev_write_mib": med([s["dev_write_bytes"] / MiB for s in srv]),
                 "dev_reads_per_write": (dev_reads / write_ops) if write_ops else None,
-                "reclaim_scanned": med([s["vmstat"].get("pgscan_kswapd", 0) + s["vmstat"].get("pgscan_direct", 0) for s in srv]),
+                "reclaim_scanned": med([s["vmstat"].get("pgscan_kswapd", 0) + s["vmstat"].get("pgscan_direct", 0)
+                                        for s in srv]),
                 "writes_unstable": med([j["writes_by_stability"]["unstable"] for j in rs]),
-                "writes_file_sync": med([j["writes_by_stability"]["file_sync"] + j["writes_by_stability"]["data_sync"] for j in rs]),
+                "writes_file_sync": med([j["writes_by_stability"]["file_sync"] + j["writes_by_stability"]["data_sync"]
+                                         for j in rs]),
                 "commits_sent": med([j["commits_sent"] for j in rs]),
                 "commits_saved": med([j["commits_saved"] for j in rs]),
                 # COMMIT round trips (dcache-bench's commit_lat), every run's
@@ -183,11 +212,12 @@ def main():
     def f(x, fmt="{:.1f}"):
         return "–" if x is None else fmt.format(x)
 
-    lines = ["| workload | variant | MiB/s (median) | × VFS | srv CPU s/GiB | cache peak MiB | cache final MiB | dev reads (MiB) | dev reads/WRITE | WRITE unstable/stable | COMMITs sent/saved | verify errors |",
+    lines = ["| workload | variant | MiB/s (median) | × VFS | srv CPU s/GiB | cache peak MiB | cache final MiB "
+             "| dev reads (MiB) | dev reads/WRITE | WRITE unstable/stable | COMMITs sent/saved | verify errors |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append("| {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {}/{} | {}/{} | {} |".format(
-            r["workload"], r["variant"], f(r["mib_s"]), f(r["ratio_to_vfs"], "{:.2f}"),
+            label(r), r["variant"], f(r["mib_s"]), f(r["ratio_to_vfs"], "{:.2f}"),
             f(r["server_cpu_s_per_gib"], "{:.2f}"), f(r["cache_peak_mib"], "{:.0f}"),
             f(r["cache_final_mib"], "{:.0f}"), f(r["dev_reads"], "{:.0f}"), f(r["dev_read_mib"], "{:.0f}"),
             f(r["dev_reads_per_write"], "{:.2f}"),
@@ -197,7 +227,8 @@ def main():
     crow = [r for r in rows if r["workload"] == "commit"]
     if crow:
         ref = next((r["commit_lat_p99_us"] for r in crow if r["variant"] == "buffered"), None)
-        lines += ["", "COMMIT round trip (`commit`: each of 4 writers COMMITs its file at close; medians over repeats):", "",
+        lines += ["", "COMMIT round trip (`commit`: each of 4 writers COMMITs its file at close; medians over "
+                  "repeats):", "",
                   "| variant | COMMIT p50 ms | COMMIT p99 ms | p99 × buffered |", "|---|---:|---:|---:|"]
         for r in crow:
             p50, p99 = r["commit_lat_p50_us"], r["commit_lat_p99_us"]
@@ -223,7 +254,12 @@ def main():
                 r[f"probe_{k}_ops"] = med([j[k]["ops"] for j in ps])
             r["probe_errors"] = sum(j["errors"] + j["verify"]["errors"] for j in ps)
         by = {r["variant"]: r for r in lrow}
-        ms = lambda x: x and x / 1000
+
+        def ms(x):
+            return x and x / 1000
+
+        def worst(x):
+            return max((x.get(f"probe_{k}_p99_us") or 0) for k in ("getattr", "read")) if x else None
         lines += ["", "Latency probe under a throttled streaming load (`latency`: 1 MiB READs from every "
                   "streaming connection while one client alternates GETATTR and a cached 4 KiB READ on a plain "
                   "VFS export of the same server; medians over repeats):", "",
@@ -231,7 +267,6 @@ def main():
                   "p99 × its sync twin | p99 × VFS | probe errors |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in lrow:
-            worst = lambda x: max((x.get(f"probe_{k}_p99_us") or 0) for k in ("getattr", "read")) if x else None
             mine = worst(r)
             twin = by.get(r["variant"] + "_sync")
             vfs = by.get("vfs")
@@ -244,13 +279,16 @@ def main():
                 f(mine / worst(vfs) if vfs and vfs is not r and worst(vfs) else None, "{:.2f}"),
                 r["probe_errors"]))
     # server threads: what blocks where
-    lines += ["", "Server threads (ganesha.nfsd, /proc/PID/task/*, every 50 ms; medians over repeats of each run's mean/peak):", "",
-              "| workload | variant | threads in D mean / peak | server threads in file I/O syscall mean / peak | server threads / io-wq threads (peak) | io-wq in D mean | srv CPU s/GiB | plugin io_deferred / io_inline |",
+    lines += ["", "Server threads (ganesha.nfsd, /proc/PID/task/*, every 50 ms; medians over repeats of each run's "
+              "mean/peak):", "",
+              "| workload | variant | threads in D mean / peak | server threads in file I/O syscall mean / peak "
+              "| server threads / io-wq threads (peak) | io-wq in D mean | srv CPU s/GiB "
+              "| plugin io_deferred / io_inline |",
               "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         p = r["plugin"]
         lines.append("| {} | {} | {} / {} | {} / {} | {} / {} | {} | {} | {} / {} |".format(
-            r["workload"], r["variant"], f(r["threads_d_mean"]), f(r["threads_d_peak"], "{:.0f}"),
+            label(r), r["variant"], f(r["threads_d_mean"]), f(r["threads_d_peak"], "{:.0f}"),
             f(r["server_threads_file_io_mean"]), f(r["server_threads_file_io_peak"], "{:.0f}"),
             f(r["server_threads_peak"], "{:.0f}"), f(r["iowq_threads_peak"], "{:.0f}"), f(r["iowq_d_mean"]),
             f(r["server_cpu_s_per_gib"], "{:.2f}"),
@@ -260,19 +298,20 @@ def main():
              and v not in ("direct_data_sync", "direct_file_sync")]
     if pairs:
         lines += ["", "IO_Backend: io_uring (default) vs sync, same mode, same run:", "",
-                  "| workload | mode | MiB/s io_uring / sync | io_uring ÷ sync | srv CPU s/GiB io_uring / sync | threads in D mean io_uring / sync | server threads in file I/O mean io_uring / sync |",
+                  "| workload | mode | MiB/s io_uring / sync | io_uring ÷ sync | srv CPU s/GiB io_uring / sync "
+                  "| threads in D mean io_uring / sync | server threads in file I/O mean io_uring / sync |",
                   "|---|---|---:|---:|---:|---:|---:|"]
-        for w in WORKLOADS:
+        for w in dict.fromkeys((r["workload"], r["phase"]) for r in rows):
             for a, b in pairs:
-                ra = next((r for r in rows if r["workload"] == w and r["variant"] == a), None)
-                rb = next((r for r in rows if r["workload"] == w and r["variant"] == b), None)
+                ra = next((r for r in rows if (r["workload"], r["phase"]) == w and r["variant"] == a), None)
+                rb = next((r for r in rows if (r["workload"], r["phase"]) == w and r["variant"] == b), None)
                 if not ra or not rb:
                     continue
                 ratio = ra["mib_s"] / rb["mib_s"] if ra["mib_s"] and rb["mib_s"] else None
                 for r in (ra, rb):
                     r["io_uring_over_sync"] = ratio
                 lines.append("| {} | {} | {} / {} | {} | {} / {} | {} / {} | {} / {} |".format(
-                    w, a, f(ra["mib_s"]), f(rb["mib_s"]), f(ratio, "{:.2f}"),
+                    label(ra), a, f(ra["mib_s"]), f(rb["mib_s"]), f(ratio, "{:.2f}"),
                     f(ra["server_cpu_s_per_gib"], "{:.2f}"), f(rb["server_cpu_s_per_gib"], "{:.2f}"),
                     f(ra["threads_d_mean"]), f(rb["threads_d_mean"]),
                     f(ra["server_threads_file_io_mean"]), f(rb["server_threads_file_io_mean"])))
@@ -280,12 +319,17 @@ def main():
     # own account of where each held page went
     ileave = [r for r in rows if r["workload"].startswith("interleave")]
     if ileave:
-        lines += ["", "Boundary pages (interleaved misaligned records; the tracker's counters, medians over repeats):", "",
-                  "| workload | variant | dev reads/WRITE | WRITEs | held | completed | released by age / ceiling / close / truncate | kept at COMMIT | edge write-backs | COMMITs sent | cache final MiB | verify errors |",
+        lines += ["", "Boundary pages (interleaved misaligned records; the tracker's counters, medians over "
+                  "repeats):", "",
+                  "| workload | variant | dev reads/WRITE | WRITEs | held | completed "
+                  "| released by age / ceiling / close / truncate | kept at COMMIT | edge write-backs | COMMITs sent "
+                  "| cache final MiB | verify errors |",
                   "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in ileave:
             p = r["plugin"]
-            g = lambda k: f(p.get(k, 0), "{:.0f}")
+
+            def g(k, p=p):
+                return f(p.get(k, 0), "{:.0f}")
             lines.append("| {} | {} | {} | {} | {} | {} | {} / {} / {} / {} | {} | {} | {} | {} | {} |".format(
                 r["workload"], r["variant"], f(r["dev_reads_per_write"], "{:.4f}"), g("writes"),
                 g("boundary_held"), g("boundary_completed"), g("boundary_released_by_age"),
@@ -296,6 +340,8 @@ def main():
         lines = []  # only workloads with a server of their own
     lines += server_tables(d, ids, result, failures, f)
     lines += pressure_tables(d, ids, result, failures, f)
+    lines += one_export_tables(d, ids, result, failures, f)
+    lines += cpu_tables(result, f)
     for k, why in skipped.items():
         lines.append(f"\n{k}: skipped: {why}")
     for fl in failures:

@@ -129,10 +129,12 @@ def panel_chart(d, name, variants, rows, ws, field, scale, fmt, title, subtitle,
 
 
 def charts(d, variants, rows):
-    """chart.png, chart-cpu.png, chart-pagecache.png from the aggregated rows."""
+    """chart.png, chart-cpu.png, chart-pagecache.png from the aggregated rows
+    (a workload of several phases has a panel per phase, WORKLOAD-PHASE)."""
     styles = variant_styles(variants)
-    ws = [w for w in WORKLOADS if any(r["workload"] == w for r in rows)]
-    ws += [w for w in dict.fromkeys(r["workload"] for r in rows) if w not in ws]
+    rows = [dict(r, workload=r["workload"] + ("-" + r["phase"] if r.get("phase") else "")) for r in rows]
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+    ws = sorted(dict.fromkeys(r["workload"] for r in rows), key=lambda w: order.get(w.split("-")[0], len(order)))
     repeats = max((r.get("repeats", 1) for r in rows), default=1)
     of = f"median of {repeats} repeats" if repeats > 1 else "one run"
     ok = True

@@ -1,12 +1,19 @@
 """What every part of tools/bench_report.py reads a run with: the
-workloads of the shared server in table order, the units, the median,
-one export's counters from a dcache-stats reading."""
+workloads of the shared server in table order and their phases, the
+units, the median, one export's counters from a dcache-stats reading."""
 import json
 import statistics
 
 
-WORKLOADS = ["mix", "randread", "randwrite", "reread", "interleave", "interleave_commit_end",
+WORKLOADS = ["mix", "randread", "randwrite", "reread", "stream", "interleave", "interleave_commit_end",
              "interleave_commit_every", "interleave_slow", "mempressure", "commit", "latency"]
+# A workload of several measured phases writes runs/WORKLOAD-PHASE.V.R.json;
+# the others' one measured phase, named for the CPU table by what it does.
+PHASES = {"stream": ["write", "read"]}
+MEASURED = {"mix": "read+write", "randread": "read", "randwrite": "write", "reread": "read again",
+            "interleave": "write", "interleave_commit_end": "write", "interleave_commit_every": "write",
+            "interleave_slow": "write", "mempressure": "read+write", "commit": "write", "latency": "read",
+            "memory": "read+write", "overload": "write"}
 MiB = 1 << 20
 GiB = 1 << 30
 

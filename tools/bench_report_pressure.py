@@ -54,20 +54,22 @@ def load_json(path, failures):
         return None
 
 
-def pressure_run(base, ids, failures):
+def pressure_run(base, ids, failures, what="pressure"):
     """One run's figures from its files (base: the path without suffix)."""
     k, m, w, v, r = Path(base).name.split(".")
     a, z = read_counters(base + ".sys0"), read_counters(base + ".sys1")
     if not z:
-        failures.append(f"pressure {k} {m} {w} {v} {r}: no counters after the run")
+        failures.append(f"{what} {k} {m} {w} {v} {r}: no counters after the run")
         return None
-    dl = lambda key: z.get(key, 0) - a.get(key, 0)
+
+    def dl(key):
+        return z.get(key, 0) - a.get(key, 0)
     stream, ws = load_json(base + ".stream.json", failures), load_json(base + ".ws.json", failures)
     for part in ("stream", "ws"):
         fl = Path(f"{base}.{part}.failed")
         if fl.exists():
             err = Path(f"{base}.{part}.err")
-            failures.append(f"pressure {k} {m} {w} {v} {r}: {part} failed: "
+            failures.append(f"{what} {k} {m} {w} {v} {r}: {part} failed: "
                             + (err.read_text()[-300:].strip() if err.exists() else fl.read_text().strip()))
     run = {"kernel": k, "memory": m, "workload": w, "variant": v, "repeat": r}
     limit = z.get("memcg.limit_in_bytes")
@@ -75,7 +77,8 @@ def pressure_run(base, ids, failures):
     run["limit_hits"] = dl("memcg.failcnt") if "memcg.failcnt" in z else None
     run["group_peak_mib"] = z["memcg.max_usage_in_bytes"] / MiB if "memcg.max_usage_in_bytes" in z else None
     run["group_cache_end_mib"] = z["memcg.cache"] / MiB if "memcg.cache" in z else None
-    run["refault_mib"] = dl("memcg.workingset_refault_file") * PAGE / MiB if "memcg.workingset_refault_file" in z else None
+    run["refault_mib"] = (dl("memcg.workingset_refault_file") * PAGE / MiB
+                          if "memcg.workingset_refault_file" in z else None)
     # every reclaim, the group's own limit reclaim included (pgscan_kswapd
     # and _direct leave that out; cgroup v1's memory.stat counts none)
     run["reclaim_scanned"] = dl("vmstat.pgscan_file") + dl("vmstat.pgscan_anon")
@@ -106,7 +109,8 @@ def pressure_run(base, ids, failures):
     if ws:
         rd = ws["read"]
         passes = ws.get("passes")
-        run["ws_mib_s"] = passes["mib_s"] if passes else ws["total"]["mib_s"]
+        # touch readers: the rate of a pass, none when no pass was complete
+        run["ws_mib_s"] = (passes["mib_s"] if passes["count"] else None) if passes else ws["total"]["mib_s"]
         run["ws_passes"] = passes["count"] if passes else None
         run["ws_pass_p50_ms"] = passes["p50_us"] / 1000 if passes and passes["count"] else None
         run["ws_ops"] = rd["ops"]
@@ -124,25 +128,28 @@ def pressure_run(base, ids, failures):
     else:
         run["plugin"] = {}
     if run["errors"]:
-        failures.append(f"pressure {k} {m} {w} {v} {r}: {run['errors']} errors")
+        failures.append(f"{what} {k} {m} {w} {v} {r}: {run['errors']} errors")
     return run
 
 
-def pressure_aggregate(d, ids, failures):
+def pressure_aggregate(d, ids, failures, sub="pressure"):
     """(rows, solo, config): medians over repeats per (kernel, memory,
-    workload, variant), each with its ratios within the run: the stream to
-    VFS's, the working set to its solo run (the mean of before and after)."""
-    pdir = d / "pressure"
+    workload, variant) of DIR/sub/, each with its ratios within the run:
+    the stream to VFS's, the working set to its solo run (the mean of
+    before and after)."""
+    pdir = d / sub
     config = load_json(pdir / "config.json", failures) or {}
     groups = {}
     for s0 in sorted(pdir.glob("*.sys0")):
         base = str(s0)[:-len(".sys0")]
         if len(Path(base).name.split(".")) != 5:
             continue
-        run = pressure_run(base, ids, failures)
+        run = pressure_run(base, ids, failures, sub)
         if run:
             groups.setdefault((run["kernel"], run["memory"], run["workload"], run["variant"]), []).append(run)
-    numeric = lambda runs, key: med([x.get(key) for x in runs if isinstance(x.get(key), (int, float))])
+
+    def numeric(runs, key):
+        return med([x.get(key) for x in runs if isinstance(x.get(key), (int, float))])
     merged = {}
     for key, runs in groups.items():
         row = dict(zip(("kernel", "memory", "workload", "variant"), key))
@@ -167,11 +174,15 @@ def pressure_aggregate(d, ids, failures):
         vfs = merged.get((r["kernel"], r["memory"], r["workload"], "vfs"))
         r["stream_x_vfs"] = (r["stream_mib_s"] / vfs["stream_mib_s"]
                              if vfs and vfs.get("stream_mib_s") and r.get("stream_mib_s") is not None else None)
-    order = lambda r: (list(KERNELS).index(r["kernel"]) if r["kernel"] in KERNELS else 9,
-                       ["limit", "whole"].index(r["memory"]) if r["memory"] in ("limit", "whole") else 9,
-                       PRESSURE_WORKLOADS.index(r["workload"]) if r["workload"] in PRESSURE_WORKLOADS else 99)
     variant_order = list(ids)
-    vo = lambda r: variant_order.index(r["variant"]) if r["variant"] in variant_order else 99
+
+    def order(r):
+        return (list(KERNELS).index(r["kernel"]) if r["kernel"] in KERNELS else 9,
+                ["limit", "whole"].index(r["memory"]) if r["memory"] in ("limit", "whole") else 9,
+                PRESSURE_WORKLOADS.index(r["workload"]) if r["workload"] in PRESSURE_WORKLOADS else 99)
+
+    def vo(r):
+        return variant_order.index(r["variant"]) if r["variant"] in variant_order else 99
     rows.sort(key=lambda r: (*order(r), vo(r)))
     solo.sort(key=lambda r: (*order(r), r["workload"], r["variant"]))
     return rows, solo, config
@@ -193,7 +204,6 @@ def pressure_tables(d, ids, result, failures, f):
         result["skipped"]["pressure"] = sk.read_text().strip()
     if not rows and not solo:
         return []
-    mib = lambda x: x and x / MiB
     lines = ["", "## Streaming beside a working set", ""]
     if config:
         lines.append("WS {} in 4 files on a plain VFS export of its own filesystem; memory group {} "
@@ -203,8 +213,8 @@ def pressure_tables(d, ids, result, failures, f):
                          config.get("runtime"), config.get("touch"), config.get("touches"),
                          config.get("touch_runtime"), config.get("solo"), config.get("repeats")))
     lines += ["", "Columns: docs/benchmarks.md, \"Streaming beside a working set\". WS × solo and p99 × solo "
-                 "divide by the working set alone in the same kind of group (the mean of the runs before and "
-                 "after); stream × VFS by the vfs row of the same workload."]
+              "divide by the working set alone in the same kind of group (the mean of the runs before and "
+              "after); stream × VFS by the vfs row of the same workload."]
     configs = list(dict.fromkeys((r["kernel"], r["memory"]) for r in rows + solo))
     for k, m in configs:
         here = [r for r in rows if (r["kernel"], r["memory"]) == (k, m)]
@@ -256,7 +266,8 @@ def pressure_tables(d, ids, result, failures, f):
                   "WS p99 × solo | limit hits | srv CPU s/GiB | DONTCACHE fallbacks (without) |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for a, b in pairs:
-            g = lambda key, fmt: "{} / {}".format(f(a.get(key), fmt), f(b.get(key), fmt))
+            def g(key, fmt, a=a, b=b):
+                return "{} / {}".format(f(a.get(key), fmt), f(b.get(key), fmt))
             ratio = b["stream_mib_s"] / a["stream_mib_s"] if a.get("stream_mib_s") and b.get("stream_mib_s") else None
             lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                 a["memory"], a["workload"], a["variant"], g("stream_mib_s", "{:.0f}"), f(ratio, "{:.2f}"),
@@ -270,8 +281,8 @@ def pressure_tables(d, ids, result, failures, f):
         kernels = [k for k in KERNELS if any(r["kernel"] == k for r in head)]
         hdr = " / ".join("RWF" if k == "rwf" else "no RWF" for k in kernels)
         lines += ["", f"### dontcache and direct against VFS ({hdr})", "",
-                  f"| memory | workload | variant | stream MiB/s | stream × VFS | WS × solo | WS p99 × solo | "
-                  f"limit hits | reclaim scanned (k pages) | WS device reads MiB |",
+                  "| memory | workload | variant | stream MiB/s | stream × VFS | WS × solo | WS p99 × solo | "
+                  "limit hits | reclaim scanned (k pages) | WS device reads MiB |",
                   "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for m, w, v in dict.fromkeys((r["memory"], r["workload"], r["variant"]) for r in head):
             cells = []

@@ -7,12 +7,18 @@
   demo_report.py table RESIDENCY.json STATS.json
       the table the demo prints (STATS.json: dcache-stats --json)
 """
-import ctypes, json, os, subprocess, sys
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
 
 def resident(path):
     """Bytes of path in the page cache."""
     class Range(ctypes.Structure):
         _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
     class Stat(ctypes.Structure):
         _fields_ = [(n, ctypes.c_uint64) for n in
                     ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")]
@@ -28,8 +34,10 @@ def resident(path):
                          capture_output=True, text=True, check=True).stdout
     return int(out.split()[0])
 
+
 def mib(n):
     return n / (1 << 20)
+
 
 if sys.argv[1] == "residency":  # OUT MNT EXPORT... -- FILE...
     out, mnt, rest = sys.argv[2], sys.argv[3], sys.argv[4:]

@@ -1,8 +1,7 @@
 # Sourced by the scripts that run ganesha.nfsd away from the machine's own
-# system bus (tests/e2e/with_server.sh, tests/e2e/roll/heads.sh,
-# ci/demo.sh): the configuration of a private dbus-daemon that acts as a
-# system bus, on which ganesha.nfsd may own org.ganesha.nfsd (its policy
-# file is included) and root may call it.
+# system bus (tests/e2e/with_server.sh, ci/demo.sh): the configuration of a
+# private dbus-daemon that acts as a system bus, on which ganesha.nfsd may
+# own org.ganesha.nfsd (its policy file is included) and root may call it.
 #   private_dbus_conf SOCKET >FILE; dbus-daemon --config-file=FILE ...
 #   DBUS_SYSTEM_BUS_ADDRESS=unix:path=SOCKET for the server and its callers
 # shellcheck shell=bash

@@ -116,17 +116,55 @@ static char *raw_value(const struct config_node *stmt)
 	return out;
 }
 
-bool dcache_conf_read(void *block, const char *const names[], size_t count,
-		      char *values[], char *why, size_t why_len)
+/* One line through refuse (at most sizeof line bytes, as the log takes it). */
+#define DCACHE_REFUSE(refuse, ctx, ...)                      \
+	do {                                                 \
+		char line_[1024];                            \
+                                                             \
+		snprintf(line_, sizeof(line_), __VA_ARGS__); \
+		(refuse)((ctx), line_);                      \
+	} while (0)
+
+/* Where the first statement of blk named name is, before stop. */
+static void first_at(const struct config_node *blk,
+		     const struct config_node *stop, const char *name,
+		     char *buf, size_t len)
+{
+	struct glist_head *ps;
+
+	buf[0] = '\0';
+	glist_for_each(ps, &blk->u.nterm.sub_nodes)
+	{
+		const struct config_node *p =
+			glist_entry(ps, struct config_node, node);
+
+		if (p == stop)
+			break;
+		if (strcasecmp(p->u.nterm.name, name) == 0) {
+			where(p, buf, len);
+			return;
+		}
+	}
+}
+
+size_t dcache_conf_read(void *block, const char *const names[], size_t count,
+			char *values[], size_t *several,
+			dcache_settings_bad_fn refuse, void *ctx)
 {
 	struct config_node *blk = block;
 	struct glist_head *ns;
-	char at[300], first_at[300], shown[160], shown2[160], dropped[160];
+	char at[300], at_first[300], shown[160], shown2[160], dropped[160];
+	/* a setting already reported: one line per setting */
+	bool *reported = gsh_calloc(count ? count : 1, sizeof(bool));
+	size_t problems = 0;
 
+	*several = 0;
 	for (size_t i = 0; i < count; ++i)
 		values[i] = NULL;
-	if (blk == NULL || blk->type != TYPE_BLOCK)
-		return true;
+	if (blk == NULL || blk->type != TYPE_BLOCK) {
+		gsh_free(reported);
+		return 0;
+	}
 	glist_for_each(ns, &blk->u.nterm.sub_nodes)
 	{
 		struct config_node *n =
@@ -134,75 +172,94 @@ bool dcache_conf_read(void *block, const char *const names[], size_t count,
 		const int i = setting_index(n->u.nterm.name, names, count);
 		size_t terms;
 
-		if (i < 0)
+		if (i < 0 || reported[i])
 			continue;
 		where(n, at, sizeof(at));
+		terms = n->type == TYPE_BLOCK
+				? 0
+				: glist_length(&n->u.nterm.sub_nodes);
 		if (n->type == TYPE_BLOCK) {
-			snprintf(
-				why, why_len,
+			DCACHE_REFUSE(
+				refuse, ctx,
 				"%s { ... } (%s) is a block; a setting takes one value: %s = VALUE; (allowed: %s)",
 				names[i], at, names[i],
 				dcache_settings_allowed(names[i]));
-			return false;
-		}
-		terms = glist_length(&n->u.nterm.sub_nodes);
-		if (terms == 0) {
+		} else if (terms == 0) {
 			text_on_line(n, dropped, sizeof(dropped));
 			dcache_settings_quote(dropped, shown, sizeof(shown));
-			snprintf(
-				why, why_len,
+			DCACHE_REFUSE(
+				refuse, ctx,
 				"%s = %s (%s) has no value Ganesha's parser could read (see its syntax error above: a unit such as 64k, an exponent such as 1e3, a missing ';' or nothing before ';' is not a value); allowed: %s",
 				names[i],
 				dropped[0] != '\0' ? shown : "(nothing)", at,
 				dcache_settings_allowed(names[i]));
-			return false;
-		}
-		if (terms > 1) {
-			snprintf(
-				why, why_len,
+		} else if (terms > 1) {
+			++*several;
+			DCACHE_REFUSE(
+				refuse, ctx,
 				"%s (%s) is given %zu values; it takes one (allowed: %s)",
 				names[i], at, terms,
 				dcache_settings_allowed(names[i]));
-			return false;
-		}
-		if (values[i] != NULL) {
+		} else if (values[i] != NULL) {
 			char *again = raw_value(n);
-			struct glist_head *ps;
 
-			first_at[0] = '\0';
-			glist_for_each(ps, &blk->u.nterm.sub_nodes)
-			{
-				const struct config_node *p = glist_entry(
-					ps, struct config_node, node);
-
-				if (p == n)
-					break;
-				if (strcasecmp(p->u.nterm.name, names[i]) ==
-					    0 &&
-				    first_at[0] == '\0')
-					where(p, first_at, sizeof(first_at));
-			}
+			first_at(blk, n, names[i], at_first, sizeof(at_first));
 			dcache_settings_quote(values[i], shown, sizeof(shown));
 			dcache_settings_quote(again, shown2, sizeof(shown2));
-			snprintf(
-				why, why_len,
+			DCACHE_REFUSE(
+				refuse, ctx,
 				"%s is set more than once (%s at %s, then %s at %s); set it once",
-				names[i], shown, first_at, shown2, at);
+				names[i], shown, at_first, shown2, at);
 			gsh_free(again);
-			return false;
+		} else {
+			values[i] = raw_value(n);
+			continue;
 		}
-		values[i] = raw_value(n);
+		/* reported: its value (if one was read) is not checked again */
+		reported[i] = true;
+		++problems;
+		gsh_free(values[i]);
+		values[i] = NULL;
 	}
-	return true;
+	gsh_free(reported);
+	return problems;
 }
 
-/* A DCACHE setting among the statements of blk: true, with why[]. */
-static bool stray_in(const struct config_node *blk, const char *what,
-		     const char *const names[], size_t count, char *why,
-		     size_t why_len)
+size_t dcache_conf_dropped(void *block, const char *const names[], size_t count,
+			   dcache_conf_dropped_fn each, void *ctx)
+{
+	struct config_node *blk = block;
+	struct glist_head *ns;
+	char at[300], text[160];
+	size_t dropped = 0;
+
+	if (blk == NULL || blk->type != TYPE_BLOCK)
+		return 0;
+	glist_for_each(ns, &blk->u.nterm.sub_nodes)
+	{
+		struct config_node *n =
+			glist_entry(ns, struct config_node, node);
+		const int i = setting_index(n->u.nterm.name, names, count);
+
+		if (i < 0 || n->type != TYPE_STMT ||
+		    !glist_empty(&n->u.nterm.sub_nodes))
+			continue;
+		text_on_line(n, text, sizeof(text));
+		each(ctx, names[i], where(n, at, sizeof(at)), text);
+		++dropped;
+	}
+	return dropped;
+}
+
+/* Every DCACHE setting among the statements of blk, one line each;
+ * returns how many. */
+static size_t strays_in(const struct config_node *blk, const char *what,
+			const char *const names[], size_t count,
+			dcache_settings_bad_fn refuse, void *ctx)
 {
 	struct glist_head *ns;
 	char at[300];
+	size_t strays = 0;
 
 	glist_for_each(ns, &blk->u.nterm.sub_nodes)
 	{
@@ -212,23 +269,45 @@ static bool stray_in(const struct config_node *blk, const char *what,
 
 		if (n->type == TYPE_TERM || i < 0)
 			continue;
-		snprintf(
-			why, why_len,
+		DCACHE_REFUSE(
+			refuse, ctx,
 			"%s (%s) is in %s; DCACHE settings belong in the export's FSAL { Name = DCACHE; ... } block",
 			names[i], where(n, at, sizeof(at)), what);
-		return true;
+		++strays;
 	}
-	return false;
+	return strays;
 }
 
-bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
-			   char *why, size_t why_len)
+static void refuse_nothing(void *ctx, const char *why)
+{
+	(void)ctx;
+	(void)why;
+}
+
+size_t dcache_conf_in_export_block(void *block, const char *const names[],
+				   size_t count)
+{
+	struct config_node *blk = block, *exp;
+
+	if (blk == NULL || blk->type != TYPE_BLOCK)
+		return 0;
+	exp = DCACHE_NODE_PARENT(blk);
+	if (exp == NULL || exp->type != TYPE_BLOCK)
+		return 0;
+	return strays_in(exp, "the EXPORT block", names, count, refuse_nothing,
+			 NULL);
+}
+
+size_t dcache_conf_misplaced(void *block, const char *const names[],
+			     size_t count, dcache_settings_bad_fn refuse,
+			     void *ctx)
 {
 	struct config_node *blk = block, *exp, *root;
 	struct glist_head *ns;
+	size_t strays = 0;
 
 	if (blk == NULL || blk->type != TYPE_BLOCK)
-		return false;
+		return 0;
 	/* the nested FSAL block (the sub-FSAL's own) */
 	glist_for_each(ns, &blk->u.nterm.sub_nodes)
 	{
@@ -236,22 +315,22 @@ bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
 			glist_entry(ns, struct config_node, node);
 
 		if (n->type == TYPE_BLOCK &&
-		    strcasecmp(n->u.nterm.name, "FSAL") == 0 &&
-		    stray_in(n, "the nested FSAL block (the sub-FSAL's own)",
-			     names, count, why, why_len))
-			return true;
+		    strcasecmp(n->u.nterm.name, "FSAL") == 0)
+			strays += strays_in(
+				n, "the nested FSAL block (the sub-FSAL's own)",
+				names, count, refuse, ctx);
 	}
 	/* the EXPORT block around it */
 	exp = DCACHE_NODE_PARENT(blk);
-	if (exp != NULL && exp->type == TYPE_BLOCK &&
-	    stray_in(exp, "the EXPORT block", names, count, why, why_len))
-		return true;
+	if (exp != NULL && exp->type == TYPE_BLOCK)
+		strays += strays_in(exp, "the EXPORT block", names, count,
+				    refuse, ctx);
 	/* EXPORT_DEFAULTS, and its FSAL blocks */
 	for (root = exp; root != NULL && root->type != TYPE_ROOT;
 	     root = DCACHE_NODE_PARENT(root))
 		;
 	if (root == NULL)
-		return false;
+		return strays;
 	glist_for_each(ns, &root->u.nterm.sub_nodes)
 	{
 		const struct config_node *d =
@@ -261,21 +340,20 @@ bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
 		if (d->type != TYPE_BLOCK ||
 		    strcasecmp(d->u.nterm.name, "EXPORT_DEFAULTS") != 0)
 			continue;
-		if (stray_in(d, "the EXPORT_DEFAULTS block", names, count, why,
-			     why_len))
-			return true;
+		strays += strays_in(d, "the EXPORT_DEFAULTS block", names,
+				    count, refuse, ctx);
 		glist_for_each(fs, &d->u.nterm.sub_nodes)
 		{
 			const struct config_node *f =
 				glist_entry(fs, struct config_node, node);
 
-			if (f->type == TYPE_BLOCK &&
-			    stray_in(f, "a block of EXPORT_DEFAULTS", names,
-				     count, why, why_len))
-				return true;
+			if (f->type == TYPE_BLOCK)
+				strays += strays_in(
+					f, "a block of EXPORT_DEFAULTS", names,
+					count, refuse, ctx);
 		}
 	}
-	return false;
+	return strays;
 }
 
 const char *dcache_conf_where(const void *node, char *buf, size_t len)
@@ -330,33 +408,38 @@ static const char *only_value(struct config_node *stmt)
 	return term->u.term.varvalue;
 }
 
-bool dcache_conf_nested_fsal(void *block, char *why, size_t why_len)
+enum dcache_nested
+dcache_conf_nested_fsal(void *block, dcache_settings_bad_fn refuse, void *ctx)
 {
 	struct config_node *blk = block, *nested, *name;
 	const char *value;
 	char at[300], shown[160];
 
 	if (blk == NULL || blk->type != TYPE_BLOCK)
-		return true;
+		return DCACHE_NESTED_VFS;
 	nested = sub_block(blk, "FSAL");
-	if (nested == NULL)
-		return true;
+	if (nested == NULL) {
+		refuse(ctx,
+		       "missing the nested FSAL { Name = VFS; } block naming the FSAL to stack on");
+		return DCACHE_NESTED_MISSING;
+	}
 	name = statement(nested, "Name");
 	if (name == NULL) {
-		snprintf(
-			why, why_len,
+		DCACHE_REFUSE(
+			refuse, ctx,
 			"the nested FSAL block (%s) names no FSAL to stack on; DCACHE stacks on VFS: FSAL { Name = VFS; }",
 			where(nested, at, sizeof(at)));
-		return false;
+		return DCACHE_NESTED_OTHER;
 	}
 	/* Several values, or none: Ganesha's loader says what is wrong. */
 	value = only_value(name);
 	if (value == NULL || strcasecmp(value, "VFS") == 0)
-		return true;
+		return DCACHE_NESTED_VFS;
 	dcache_settings_quote(value, shown, sizeof(shown));
-	snprintf(why, why_len, "DCACHE stacks only on FSAL VFS (got %s at %s)",
-		 shown, where(name, at, sizeof(at)));
-	return false;
+	DCACHE_REFUSE(refuse, ctx,
+		      "DCACHE stacks only on FSAL VFS (got %s at %s)", shown,
+		      where(name, at, sizeof(at)));
+	return DCACHE_NESTED_OTHER;
 }
 
 /* An FSAL block of an EXPORT that Ganesha hands to DCACHE: its Name is

@@ -111,8 +111,45 @@ static void drop_ganesha_error(char *msg, void *dest,
  * of these two messages and sets no error flag, but the tree it returns
  * then holds none of the file's blocks (the grammar hangs them on the root
  * only once the whole file is read): for dcache-check the file cannot be
- * parsed.
+ * parsed.  Also noted: where the lexer met a character it has no rule for
+ * ("Unexpected character (+)"), a fatal error of the whole file.
  */
+struct parse_notes {
+	bool abandoned;
+	char **unexpected; /* "FILE:LINE" then the character, in pairs */
+	size_t count;	   /* pairs */
+};
+
+static char *copy_of(const char *s, size_t n)
+{
+	char *p = gsh_malloc(n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+static void note_unexpected(struct parse_notes *notes, const char *msg)
+{
+	static const char head[] = "Config File (";
+	static const char what[] = "): Unexpected character (";
+	const char *at = strstr(msg, what);
+	const size_t m = strlen(msg);
+
+	if (strncmp(msg, head, sizeof(head) - 1) != 0 || at == NULL ||
+	    msg[m - 1] != ')')
+		return;
+	notes->unexpected = gsh_realloc(
+		notes->unexpected, (notes->count + 1) * 2 * sizeof(char *));
+	notes->unexpected[2 * notes->count] =
+		copy_of(msg + sizeof(head) - 1,
+			(size_t)(at - msg) - (sizeof(head) - 1));
+	at += sizeof(what) - 1;
+	notes->unexpected[2 * notes->count + 1] =
+		copy_of(at, (size_t)(msg + m - 1 - at));
+	++notes->count;
+}
+
 static void print_parse_error(char *msg, void *dest,
 			      struct config_error_type *err_type)
 {
@@ -120,14 +157,15 @@ static void print_parse_error(char *msg, void *dest,
 		"): Configuration syntax errors found",
 		"): Configuration parse ran out of memory",
 	};
-	bool *abandoned = dest;
+	struct parse_notes *notes = dest;
 
 	for (size_t i = 0; i < sizeof(gave_up) / sizeof(gave_up[0]); ++i) {
 		const size_t m = strlen(msg), g = strlen(gave_up[i]);
 
 		if (m >= g && strcmp(msg + m - g, gave_up[i]) == 0)
-			*abandoned = true;
+			notes->abandoned = true;
 	}
+	note_unexpected(notes, msg);
 	print_line(stderr, msg);
 }
 
@@ -321,6 +359,21 @@ static void print_about(FILE *out, const char *at,
 	free(line);
 }
 
+/* The block's refusal lines, kept until Ganesha's own lines for the block
+ * are out (the refusals refer to them as above). */
+struct refusals {
+	char **lines;
+	size_t count;
+};
+
+static void keep_refusal(void *ctx, const char *why)
+{
+	struct refusals *r = ctx;
+
+	r->lines = gsh_realloc(r->lines, (r->count + 1) * sizeof(*r->lines));
+	r->lines[r->count++] = gsh_strdup(why);
+}
+
 /* true when the block would be served. */
 static bool check_block(void *block, bool verbose)
 {
@@ -328,7 +381,8 @@ static bool check_block(void *block, bool verbose)
 	struct dcache_settings settings;
 	struct export_ident ident;
 	struct config_error_type err;
-	char at[PATH_MAX + 16], why[512];
+	struct refusals refusals = {NULL, 0};
+	char at[PATH_MAX + 16];
 	bool served;
 
 	read_ident(dcache_conf_export_of(block), &ident);
@@ -338,14 +392,19 @@ static bool check_block(void *block, bool verbose)
 		exit(2);
 	}
 	served = dcache_block_settings(block, &err, DCACHE_SUBFSAL_NAME_ONLY,
-				       &args, &settings, why, sizeof(why));
+				       &args, &settings, keep_refusal,
+				       &refusals);
 	/* Ganesha's own lines for the block first ("Unknown parameter
 	 * (IO_Cache_Wrte)"): the refusal refers to them as above it. */
 	report_config_errors(&err, NULL, print_ganesha_error);
-	if (!served) {
-		/* as export.c logs it on creating the export */
-		print_about(stderr, at, &ident, "", why, "; export refused");
-	} else if (verbose) {
+	/* as export.c logs them on creating the export, one per problem */
+	for (size_t i = 0; i < refusals.count; ++i) {
+		print_about(stderr, at, &ident, "", refusals.lines[i],
+			    "; export refused");
+		gsh_free(refusals.lines[i]);
+	}
+	gsh_free(refusals.lines);
+	if (served && verbose) {
 		char shown[1024];
 
 		(void)dcache_settings_format(&settings, shown, sizeof(shown));
@@ -354,6 +413,102 @@ static bool check_block(void *block, bool verbose)
 	dcache_export_args_free(&args);
 	gsh_free(ident.path);
 	return served;
+}
+
+/* ---- what stops ganesha.nfsd ------------------------------------------- */
+
+/*
+ * A character Ganesha's lexer has no rule for ('+', '$', '%', '(', a byte
+ * outside ASCII such as a non-breaking space, ...) is a fatal error of the
+ * whole file, found before any module is loaded: ganesha.nfsd does not
+ * start, and a reload rereads none of the file.  The statement it stood in
+ * is kept without a value; each DCACHE setting so dropped on a line where
+ * the lexer met one is named, with its export, so that the operator knows
+ * which value to write otherwise.
+ */
+struct unscannable {
+	const struct parse_notes *notes;
+	const char *at; /* the block's FILE:LINE */
+	const struct export_ident *ident;
+	unsigned int named;
+};
+
+/* text in double quotes, every byte outside printable ASCII as \xNN (a
+ * non-breaking space shows as "\xc2\xa0", not as a blank). */
+static void quote_bytes(const char *text, char *out, size_t len)
+{
+	size_t n = 0;
+
+	out[n++] = '"';
+	for (const unsigned char *p = (const unsigned char *)text;
+	     *p != '\0' && n + 8 < len; ++p) {
+		if (*p < 0x20 || *p >= 0x7f)
+			n += (size_t)snprintf(out + n, len - n, "\\x%02x", *p);
+		else if (*p == '"' || *p == '\\')
+			n += (size_t)snprintf(out + n, len - n, "\\%c", *p);
+		else
+			out[n++] = (char)*p;
+	}
+	out[n++] = '"';
+	out[n] = '\0';
+}
+
+static void name_unscannable(void *ctx, const char *name, const char *at,
+			     const char *text)
+{
+	struct unscannable *u = ctx;
+	char shown[200], what[200], one[40], *line;
+	size_t n = 0;
+
+	/* every character the lexer stopped at on the statement's line */
+	what[0] = '\0';
+	for (size_t i = 0; i < u->notes->count; ++i) {
+		if (strcmp(u->notes->unexpected[2 * i], at) != 0)
+			continue;
+		quote_bytes(u->notes->unexpected[2 * i + 1], one, sizeof(one));
+		if (n + strlen(one) + 3 < sizeof(what))
+			n += (size_t)snprintf(what + n, sizeof(what) - n,
+					      "%s%s", n > 0 ? ", " : "", one);
+	}
+	if (n == 0)
+		return;
+	quote_bytes(text, shown, sizeof(shown));
+	if (asprintf(
+		    &line,
+		    "%s = %s (%s) holds %s, which Ganesha's parser takes only inside quotes: ganesha.nfsd does not start with this file, and a reload (SIGHUP) rereads none of it; allowed: %s",
+		    name, shown, at, what, dcache_settings_allowed(name)) < 0) {
+		fprintf(stderr, "dcache-check: out of memory\n");
+		exit(2);
+	}
+	print_about(stderr, u->at, u->ident, "", line, "");
+	free(line);
+	++u->named;
+}
+
+/* Names the DCACHE settings the lexer's fatal errors dropped; how many. */
+static unsigned int name_unscannables(void *root,
+				      const struct parse_notes *notes)
+{
+#define DCACHE_LISTED(name, member) name,
+	static const char *const names[] = {DCACHE_SETTINGS(DCACHE_LISTED)};
+#undef DCACHE_LISTED
+	struct unscannable u = {.notes = notes};
+	struct export_ident ident;
+	char at[PATH_MAX + 16];
+	void *block = NULL;
+
+	if (notes->count == 0)
+		return 0;
+	while ((block = dcache_conf_next_dcache_block(root, block)) != NULL) {
+		read_ident(dcache_conf_export_of(block), &ident);
+		u.at = dcache_conf_where(block, at, sizeof(at));
+		u.ident = &ident;
+		(void)dcache_conf_dropped(block, names,
+					  sizeof(names) / sizeof(names[0]),
+					  name_unscannable, &u);
+		gsh_free(ident.path);
+	}
+	return u.named;
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -367,7 +522,8 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *default_path = nfs_config_path;
-	bool verbose = false, from_stdin = false, abandoned = false;
+	bool verbose = false, from_stdin = false;
+	struct parse_notes notes = {false, NULL, 0};
 	struct config_error_type err;
 	config_file_t root;
 	char *path;
@@ -409,9 +565,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	root = config_ParseFile(path, &err);
-	report_config_errors(&err, &abandoned, print_parse_error);
+	report_config_errors(&err, &notes, print_parse_error);
 	if (root == NULL || !config_error_is_harmless(&err)) {
 		char *kinds = err_type_str(&err);
+
+		if (root != NULL && !notes.abandoned)
+			(void)name_unscannables(root, &notes);
 
 		fprintf(stderr,
 			"dcache-check: %s: Ganesha's parser fails on it %s: ganesha.nfsd would not start with it\n",
@@ -420,7 +579,7 @@ int main(int argc, char **argv)
 		config_Free(root);
 		return 2;
 	}
-	if (abandoned) {
+	if (notes.abandoned) {
 		fprintf(stderr,
 			"dcache-check: %s: Ganesha's parser gave up on it (above): ganesha.nfsd would read none of its blocks, DCACHE exports included\n",
 			from_stdin ? "(stdin)" : path);

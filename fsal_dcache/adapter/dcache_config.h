@@ -62,37 +62,73 @@ enum dcache_subfsal {
 /*
  * settings_block.c: reads and validates the DCACHE block (a parse-tree
  * node) into *args and *settings.  false when the export must be refused,
- * with why[] the one-line reason ganesha.nfsd logs, after "DCACHE: export
- * ID (PATH): " and before "; export refused" (e.g. 'IO_Cache_Read = "fast"
- * is not valid; allowed: ...').  Ganesha's own configuration errors (an
- * unknown parameter, say) go to err_type's diagnostics, as when it loads
- * any block.  *args is set either way: free it with dcache_export_args_free
- * (which also puts back the module reference the nested block's loading
- * took, unless the caller took args->subfsal_ref over).
+ * after one call of refuse(ctx, why) for each thing wrong with it (every
+ * bad setting, not only the first): why is the one-line reason
+ * ganesha.nfsd logs after "DCACHE: export ID (PATH): " and before
+ * "; export refused" (e.g. 'IO_Cache_Read = "fast" is not valid; allowed:
+ * ...').  Ganesha's own configuration errors (an unknown parameter, say)
+ * go to err_type's diagnostics, as when it loads any block.  *args is set
+ * either way: free it with dcache_export_args_free (which also puts back
+ * the module reference the nested block's loading took, unless the caller
+ * took args->subfsal_ref over).
  */
+/*
+ * settings_block.c: whether a DCACHE setting stands in the EXPORT block
+ * around the DCACHE block. Ganesha itself refuses an EXPORT block holding
+ * a parameter it does not know, so a reload removes such an export
+ * whatever DCACHE decides (and a start does not create it).
+ */
+bool dcache_block_in_export_block(void *block);
+
 bool dcache_block_settings(void *block, struct config_error_type *err_type,
 			   enum dcache_subfsal subfsal,
 			   struct dcache_export_args *args,
-			   struct dcache_settings *settings, char *why,
-			   size_t why_len);
+			   struct dcache_settings *settings,
+			   dcache_settings_bad_fn refuse, void *ctx);
 void dcache_export_args_free(struct dcache_export_args *args);
 
 /*
  * config_tree.c: the settings of an FSAL block (a parse-tree node) as
- * written.  dcache_conf_read sets values[i] (gsh_malloc'd, or NULL when
- * absent) for names[i]; false, with why[], for a setting written as a
- * block, with no value the parser could read, with several values, or set
- * twice.  dcache_conf_misplaced: true, with why[], when one of names is set
- * in the EXPORT block around it, in its nested FSAL block or in
- * EXPORT_DEFAULTS.  dcache_conf_nested_fsal: false, with why[], when the
- * nested FSAL block names no FSAL or one other than VFS (without one,
- * true: the caller says it is missing).
+ * written; each problem is one call of refuse(ctx, why).
+ * dcache_conf_read sets values[i] (gsh_malloc'd, or NULL when absent or
+ * reported) for names[i], and reports each setting written as a block,
+ * with no value the parser could read, with several values (counted in
+ * *several too: Ganesha's loader would complain of those itself) or set
+ * twice; it returns how many it reported (one per setting at most).
+ * dcache_conf_misplaced reports every one of names set in the EXPORT block
+ * around it, in its nested FSAL block or in EXPORT_DEFAULTS, and returns
+ * how many.  dcache_conf_nested_fsal: what the nested FSAL block names
+ * (a block naming no FSAL, one other than VFS, or no block at all are
+ * reported; several names are left to Ganesha's loader).
  */
-bool dcache_conf_read(void *block, const char *const names[], size_t count,
-		      char *values[], char *why, size_t why_len);
-bool dcache_conf_misplaced(void *block, const char *const names[], size_t count,
-			   char *why, size_t why_len);
-bool dcache_conf_nested_fsal(void *block, char *why, size_t why_len);
+enum dcache_nested {
+	DCACHE_NESTED_VFS,     /* VFS (or several names: the loader's) */
+	DCACHE_NESTED_MISSING, /* no nested FSAL block: reported */
+	DCACHE_NESTED_OTHER,   /* no FSAL or another than VFS: reported */
+};
+size_t dcache_conf_read(void *block, const char *const names[], size_t count,
+			char *values[], size_t *several,
+			dcache_settings_bad_fn refuse, void *ctx);
+size_t dcache_conf_misplaced(void *block, const char *const names[],
+			     size_t count, dcache_settings_bad_fn refuse,
+			     void *ctx);
+enum dcache_nested
+dcache_conf_nested_fsal(void *block, dcache_settings_bad_fn refuse, void *ctx);
+/* How many of names are set in the EXPORT block around block (the FSAL
+ * block), without reporting them. */
+size_t dcache_conf_in_export_block(void *block, const char *const names[],
+				   size_t count);
+
+/*
+ * config_tree.c, for dcache-check: each of names set in block whose value
+ * Ganesha's parser dropped (a statement it kept without a value), with
+ * where it is ("FILE:LINE") and the text after its '=' on that line;
+ * returns how many.
+ */
+typedef void (*dcache_conf_dropped_fn)(void *ctx, const char *name,
+				       const char *at, const char *text);
+size_t dcache_conf_dropped(void *block, const char *const names[], size_t count,
+			   dcache_conf_dropped_fn each, void *ctx);
 
 /*
  * config_tree.c, for dcache-check: the FSAL blocks Ganesha hands to DCACHE

@@ -185,6 +185,24 @@ void dcache_rpc_buffers_install(void);
 bool dcache_rpc_buffers_installed(void);
 void dcache_rpc_buffers_remove(void);
 
+/* metrics.c: the export's series in Ganesha's monitoring registry (only
+ * where it has one; elsewhere nothing). */
+#if DCACHE_HAS_MONITORING
+void dcache_metrics_export_added(struct dcache_fsal_export *exp);
+void dcache_metrics_export_removed(struct dcache_fsal_export *exp);
+void dcache_metrics_shutdown(void);
+#else
+static inline void dcache_metrics_export_added(struct dcache_fsal_export *exp)
+{
+	(void)exp;
+}
+static inline void dcache_metrics_export_removed(struct dcache_fsal_export *exp)
+{
+	(void)exp;
+}
+static inline void dcache_metrics_shutdown(void) {}
+#endif
+
 /* file.c: the data path and the open/close ops around it */
 void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
 		  fsal_async_cb done_cb, struct fsal_io_arg *arg,

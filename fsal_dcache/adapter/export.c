@@ -31,25 +31,34 @@ static const char *export_path_of_ctx(void)
 	return op_ctx->ctx_fullpath ? CTX_FULLPATH(op_ctx) : "?";
 }
 
+/* One refusal line: the export, what is wrong, and what becomes of it. */
+struct refusal {
+	const char *refused;
+};
+
+static void log_refusal(void *ctx, const char *why)
+{
+	const struct refusal *r = ctx;
+
+	LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
+		export_id_of_ctx(), export_path_of_ctx(), why, r->refused);
+}
+
 /*
  * Reads the FSAL block into *args and *settings (settings_block.c, the
- * checks dcache-check runs too).  On any error logs one line naming the
- * export and what was wrong, and returns false: the export is refused
- * while the server keeps serving its other exports.
+ * checks dcache-check runs too).  On any error logs one line for each
+ * thing wrong, naming the export, and returns false: the export is
+ * refused while the server keeps serving its other exports.
  */
 static bool parse_settings(void *parse_node, struct config_error_type *err_type,
 			   struct dcache_export_args *args,
 			   struct dcache_settings *settings,
 			   const char *refused)
 {
-	char why[512];
+	struct refusal r = {.refused = refused};
 
-	if (dcache_block_settings(parse_node, err_type, DCACHE_SUBFSAL_LOAD,
-				  args, settings, why, sizeof(why)))
-		return true;
-	LogCrit(COMPONENT_CONFIG, "DCACHE: export %u (%s): %s; %s",
-		export_id_of_ctx(), export_path_of_ctx(), why, refused);
-	return false;
+	return dcache_block_settings(parse_node, err_type, DCACHE_SUBFSAL_LOAD,
+				     args, settings, log_refusal, &r);
 }
 
 /* Logs the settings in force, on creation and after a live update. */
@@ -84,6 +93,7 @@ static void dcache_export_release(struct fsal_export *exp_hdl)
 		release_sub_export(exp->export.sub_export);
 	fsal_detach_export(exp_hdl->fsal, &exp_hdl->exports);
 	free_export_ops(exp_hdl);
+	dcache_metrics_export_removed(exp);
 	dcache_export_put(exp->core);
 	gsh_free(exp->path);
 	gsh_free(exp);
@@ -324,6 +334,7 @@ fsal_status_t dcache_create_export(struct fsal_module *fsal_hdl,
 	op_ctx->fsal_export = &exp->export;
 
 	log_settings(exp, "created over VFS", &settings);
+	dcache_metrics_export_added(exp);
 	exp = NULL; /* Ganesha's now: its release op frees it */
 	sub = NULL;
 	/* the module reference is the export's now (release_sub_export) */
@@ -365,9 +376,15 @@ fsal_status_t dcache_update_export(struct fsal_module *fsal_hdl,
 			       updated_super);
 	if (FSAL_IS_ERROR(status))
 		return status;
+	/* An export whose EXPORT block holds a DCACHE setting is not kept:
+	 * Ganesha refuses that block itself (a parameter it does not know)
+	 * and removes the export at the end of this reload, whatever the
+	 * refusal here says, so the lines say that instead. */
 	if (!parse_settings(
 		    parse_node, err_type, &args, &settings,
-		    "update refused, the export keeps its current settings")) {
+		    dcache_block_in_export_block(parse_node)
+			    ? "update refused, and Ganesha refuses this EXPORT block itself (a parameter it does not know there): the export is removed at the end of this reload"
+			    : "update refused, the export keeps its current settings")) {
 		dcache_export_args_free(&args);
 		return fsalstat(ERR_FSAL_INVAL, EINVAL);
 	}

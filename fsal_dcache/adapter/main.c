@@ -95,6 +95,7 @@ MODULE_INIT void dcache_module_init(void)
 
 MODULE_FINI void dcache_module_fini(void)
 {
+	dcache_metrics_shutdown();
 	dcache_rpc_buffers_remove();
 	if (unregister_fsal(&dcache_module.module) != 0)
 		fprintf(stderr,

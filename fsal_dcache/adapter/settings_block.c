@@ -102,26 +102,75 @@ void dcache_export_args_free(struct dcache_export_args *args)
 	memset(args, 0, sizeof(*args));
 }
 
+/*
+ * Ganesha's loader over the block: unknown settings (Ganesha's parser
+ * counts one as harmless, "bogus", and carries on; for DCACHE a misspelt
+ * setting would silently leave the default in force, so the export is
+ * refused instead) and the nested block, whose module it loads when the
+ * block names VFS.  Returns 1 when it reported a problem.
+ */
+static size_t load_block(void *block, struct config_error_type *err_type,
+			 enum dcache_subfsal subfsal, enum dcache_nested nested,
+			 struct dcache_export_args *args,
+			 dcache_settings_bad_fn refuse, void *ctx)
+{
+	const bool load = subfsal == DCACHE_SUBFSAL_LOAD &&
+			  nested == DCACHE_NESTED_VFS;
+	const bool was_bogus = err_type->bogus;
+	bool unknown;
+	char why[1024];
+	int rc;
+
+	err_type->bogus = false;
+	rc = load_config_from_node(block,
+				   load ? &block_loading : &block_name_only,
+				   args, true, err_type);
+	unknown = err_type->bogus;
+	err_type->bogus = was_bogus || unknown;
+	/* Loading the nested block took a reference on its module: hold on to
+	 * it here, so that every path puts it back or hands it on. */
+	if (load && args->subfsal.fsal_node != NULL &&
+	    args->subfsal.name != NULL) {
+		args->subfsal_ref = lookup_fsal(args->subfsal.name);
+		if (args->subfsal_ref != NULL)
+			fsal_put(args->subfsal_ref); /* lookup_fsal's own */
+	}
+	if (rc == 0 && !unknown)
+		return 0;
+	snprintf(
+		why, sizeof(why),
+		"%s in the FSAL block (see the configuration error above naming it); allowed settings: %s",
+		unknown ? "unknown setting" : "malformed setting",
+		DCACHE_SETTING_NAMES);
+	refuse(ctx, why);
+	return 1;
+}
+
+bool dcache_block_in_export_block(void *block)
+{
+	return dcache_conf_in_export_block(block, setting_names,
+					   DCACHE_SETTING_COUNT) > 0;
+}
+
 bool dcache_block_settings(void *block, struct config_error_type *err_type,
 			   enum dcache_subfsal subfsal,
 			   struct dcache_export_args *args,
-			   struct dcache_settings *settings, char *why,
-			   size_t why_len)
+			   struct dcache_settings *settings,
+			   dcache_settings_bad_fn refuse, void *ctx)
 {
 	struct dcache_settings_text text = {0};
 	char *values[DCACHE_SETTING_COUNT];
-	bool was_bogus, unknown;
-	int rc;
+	size_t problems, several;
+	enum dcache_nested nested;
 
 	memset(args, 0, sizeof(*args));
-	if (!dcache_conf_read(block, setting_names, DCACHE_SETTING_COUNT,
-			      values, why, why_len) ||
-	    dcache_conf_misplaced(block, setting_names, DCACHE_SETTING_COUNT,
-				  why, why_len)) {
-		for (size_t i = 0; i < DCACHE_SETTING_COUNT; ++i)
-			gsh_free(values[i]);
-		return false;
-	}
+	/* Every problem is reported, each once: an operator fixes them all
+	 * in one go.  A setting the tree reading reports is not checked
+	 * again below (its value is left out). */
+	problems = dcache_conf_read(block, setting_names, DCACHE_SETTING_COUNT,
+				    values, &several, refuse, ctx);
+	problems += dcache_conf_misplaced(block, setting_names,
+					  DCACHE_SETTING_COUNT, refuse, ctx);
 	{
 		size_t i = 0;
 #define DCACHE_TAKE_VALUE(name, member) args->member = values[i++];
@@ -130,45 +179,19 @@ bool dcache_block_settings(void *block, struct config_error_type *err_type,
 	/* Before Ganesha's loader reads the nested block, which loads the
 	 * module it names: one that is not VFS is refused here, loadable or
 	 * not, so ganesha.nfsd and dcache-check say the same. */
-	if (!dcache_conf_nested_fsal(block, why, why_len))
-		return false;
-	/* Ganesha's parser counts an unknown setting as harmless ("bogus")
-	 * and carries on; for DCACHE a misspelt setting would silently leave
-	 * the default in force, so it refuses the export instead. */
-	was_bogus = err_type->bogus;
-	err_type->bogus = false;
-	rc = load_config_from_node(block,
-				   subfsal == DCACHE_SUBFSAL_LOAD
-					   ? &block_loading
-					   : &block_name_only,
-				   args, true, err_type);
-	unknown = err_type->bogus;
-	err_type->bogus = was_bogus || unknown;
-	/* Loading the nested block took a reference on its module: hold on to
-	 * it here, so that every path puts it back or hands it on. */
-	if (subfsal == DCACHE_SUBFSAL_LOAD && args->subfsal.fsal_node != NULL &&
-	    args->subfsal.name != NULL) {
-		args->subfsal_ref = lookup_fsal(args->subfsal.name);
-		if (args->subfsal_ref != NULL)
-			fsal_put(args->subfsal_ref); /* lookup_fsal's own */
-	}
-	if (rc != 0 || unknown) {
-		snprintf(
-			why, why_len,
-			"%s in the FSAL block (see the configuration error above naming it); allowed settings: %s",
-			unknown ? "unknown setting" : "malformed setting",
-			DCACHE_SETTING_NAMES);
-		return false;
-	}
+	nested = dcache_conf_nested_fsal(block, refuse, ctx);
+	problems += nested != DCACHE_NESTED_VFS;
+	/* Ganesha's loader, for unknown settings and the nested block's name
+	 * (which it loads, unless it is not VFS's: refused whatever it is,
+	 * loadable or not).  Not where a DCACHE setting is given several
+	 * values (reported above): the loader would count that as an error
+	 * of Ganesha's own ("can have only one option"), which makes Ganesha
+	 * treat the whole block as invalid. */
+	if (several == 0)
+		problems += load_block(block, err_type, subfsal, nested, args,
+				       refuse, ctx);
 #define DCACHE_TEXT_FIELD(name, member) text.member = args->member;
 	DCACHE_SETTINGS(DCACHE_TEXT_FIELD)
-	if (dcache_settings_parse(&text, settings, why, why_len) != 0)
-		return false;
-	if (args->subfsal.name == NULL) {
-		snprintf(
-			why, why_len,
-			"missing the nested FSAL { Name = VFS; } block naming the FSAL to stack on");
-		return false;
-	}
-	return true;
+	problems += dcache_settings_parse_all(&text, settings, refuse, ctx);
+	return problems == 0;
 }

@@ -12,11 +12,16 @@
  * with a few exports.  Entries are per export: "export_<id>.<op>" with
  * the service times of READ, WRITE and COMMIT, and "export_<id>.<counter>"
  * for every counter of the core (dispositions, bytes, syncs, fallbacks ...)
- * with zero times.
+ * with zero times (the last few are computed when asked: the places taken,
+ * the mode in force, ...), and "export_<id>.<op>.le_<us>" (le_inf for the
+ * last) with the number of requests of the latency histogram's bucket up
+ * to <us> microseconds, for dcache-exporter.  Entries that are zero are
+ * left out.
  */
 #include "dcache_internal.h"
 
 #include <dbus/dbus.h>
+#include <inttypes.h>
 
 #include "gsh_dbus.h"
 #include "gsh_list.h"
@@ -49,12 +54,44 @@ static bool append_entry(DBusMessageIter *entries, const char *name,
 	       dbus_message_iter_close_container(entries, &entry);
 }
 
+/* The non-zero buckets of op's latency histogram; returns the number of
+ * entries appended, or -1 when libdbus failed. */
+static ssize_t append_buckets(DBusMessageIter *entries,
+			      struct dcache_fsal_export *exp, enum dcache_op op)
+{
+	const uint64_t *bounds;
+	size_t nbounds = dcache_stats_latency_bounds(&bounds);
+	uint64_t counts[64];
+	size_t nbuckets = dcache_stats_latency_buckets(
+		exp->core, op, counts, sizeof(counts) / sizeof(counts[0]));
+	char name[128];
+	ssize_t n = 0;
+	size_t b;
+
+	for (b = 0; b < nbuckets && b < sizeof(counts) / sizeof(counts[0]);
+	     b++) {
+		if (counts[b] == 0)
+			continue;
+		if (b < nbounds)
+			snprintf(name, sizeof(name), "export_%u.%s.le_%" PRIu64,
+				 exp->export_id, dcache_op_name(op), bounds[b]);
+		else
+			snprintf(name, sizeof(name), "export_%u.%s.le_inf",
+				 exp->export_id, dcache_op_name(op));
+		if (!append_entry(entries, name, counts[b], 0, 0, 0))
+			return -1;
+		n++;
+	}
+	return n;
+}
+
 /* Returns the number of entries appended, or -1 when libdbus failed. */
 static ssize_t append_export(DBusMessageIter *entries,
 			     struct dcache_fsal_export *exp)
 {
 	char name[128];
 	ssize_t n = 0;
+	ssize_t buckets;
 	size_t i;
 	int op;
 
@@ -70,7 +107,10 @@ static ssize_t append_export(DBusMessageIter *entries,
 				  (double)l.min_ns / 1e6,
 				  (double)l.max_ns / 1e6))
 			return -1;
-		n++;
+		buckets = append_buckets(entries, exp, op);
+		if (buckets < 0)
+			return -1;
+		n += 1 + buckets;
 	}
 	for (i = 0; i < dcache_stats_count(); i++) {
 		uint64_t value = dcache_stats_value(exp->core, i);
@@ -102,7 +142,7 @@ static void dcache_extract_stats(struct fsal_module *fsal_hdl, void *iter)
 	if (!ok) {
 		LogCrit(COMPONENT_FSAL,
 			"DCACHE: out of memory building the statistics reply");
-		return;
+		goto out;
 	}
 	PTHREAD_RWLOCK_rdlock(&DCACHE_FSAL_LOCK(fsal_hdl));
 	glist_for_each(node, &fsal_hdl->exports)
@@ -121,6 +161,15 @@ static void dcache_extract_stats(struct fsal_module *fsal_hdl, void *iter)
 	dbus_message_iter_close_container(reply, &entries);
 	message = n < 0 ? "Incomplete: out of memory" : n == 0 ? "None" : "OK";
 	dbus_message_iter_append_basic(reply, DBUS_TYPE_STRING, &message);
+out:
+#if DCACHE_STATS_LOOKUP_KEEPS_REF
+	/* Ganesha's GetFSALStats, this hook's only caller, took a reference
+	 * on the module to call it (lookup_fsal) and never gives it back: one
+	 * per call, each reported when the server stops ("Extra references
+	 * (N) hanging around to FSAL DCACHE").  It is given back here, after
+	 * the last use it was taken for. */
+	fsal_put(fsal_hdl);
+#endif
 }
 
 static void dcache_reset_stats(struct fsal_module *fsal_hdl)

@@ -14,10 +14,12 @@
 #include "export_state.h"
 #include "file_state.h"
 #include "log.h"
+#include "metrics.h"
 #include "page_cache.h"
 #include "request_op.h"
 
 #include <cstring>
+#include <iterator>
 #include <new>
 
 using namespace dcache::core;
@@ -227,12 +229,14 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 
 size_t dcache_stats_count(void) noexcept
 {
-	return k_stat_count;
+	return k_stat_count + k_computed_count;
 }
 
 const char *dcache_stats_name(size_t index) noexcept
 {
-	return index < k_stat_count ? k_stat_names[index] : nullptr;
+	if (index < k_stat_count)
+		return k_stat_names[index];
+	return index - k_stat_count < k_computed_count ? k_computed_names[index - k_stat_count] : nullptr;
 }
 
 struct dcache_latency dcache_stats_latency(const struct dcache_export *exp, enum dcache_op op) noexcept
@@ -253,7 +257,28 @@ const char *dcache_op_name(enum dcache_op op) noexcept
 
 uint64_t dcache_stats_value(const struct dcache_export *exp, size_t index) noexcept
 {
-	return exp != nullptr ? exp->stats.get(index) : 0;
+	if (exp == nullptr)
+		return 0;
+	if (index < k_stat_count)
+		return exp->stats.get(index);
+	return index - k_stat_count < k_computed_count
+		       ? computed_value(*exp, static_cast<computed>(index - k_stat_count))
+		       : 0;
+}
+
+size_t dcache_stats_latency_buckets(const struct dcache_export *exp, enum dcache_op op, uint64_t *counts,
+				    size_t n) noexcept
+{
+	for (std::size_t i = 0; i < n && i < k_latency_buckets; ++i)
+		counts[i] = exp != nullptr ? exp->stats.latency_bucket_count(op, i) : 0;
+	return k_latency_buckets;
+}
+
+size_t dcache_stats_latency_bounds(const uint64_t **bounds_us) noexcept
+{
+	if (bounds_us != nullptr)
+		*bounds_us = k_latency_bounds_us;
+	return std::size(k_latency_bounds_us);
 }
 
 void dcache_stats_reset(struct dcache_export *exp) noexcept

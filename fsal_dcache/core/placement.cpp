@@ -17,8 +17,9 @@ placement place(const step_facts &f) noexcept
 	// meet on its inode lock (their cached edges take it exclusively, and
 	// XFS holds it across a blocking O_DIRECT write that extends the file,
 	// where io_uring lets it go at submission); measured: 32 misaligned
-	// writers of one file 0.27x VFS with the middle blocking, 0.46x
-	// through io_uring (docs/benchmarks.md).
+	// writers of one file 0.27x VFS with the middle blocking, 0.47x
+	// through io_uring (docs/configuration.md, "How the io_uring backend
+	// issues a request").
 	if (f.blocking_max == 0 || f.completes_inline || f.split_write)
 		return placement::ring;
 	return placement::blocking_slot;

@@ -81,7 +81,7 @@ void read_op::try_page_cache()
 	const io::result r = backend().execute_now(req);
 	DTRACE_PROBE3(dcache, read_nowait, _io.offset, r.error, r.bytes);
 	if (r.ok()) {
-		add(dc ? stat::dontcache_bytes : stat::buffered_bytes, r.bytes);
+		add(dc ? stat::read_dontcache_bytes : stat::read_buffered_bytes, r.bytes);
 		if (r.bytes == _total || r.bytes == 0) {
 			// All of it, or 0 bytes: end of file (nothing cached would
 			// have been EAGAIN).
@@ -142,7 +142,7 @@ void read_op::finish_direct(io::result &r, bool &eof) noexcept
 	if (!_bounce) {
 		eof = r.ok() && r.bytes < _total;
 		if (r.ok()) {
-			add(stat::direct_bytes, r.bytes);
+			add(stat::read_direct_bytes, r.bytes);
 			add(stat::read_unbounced_bytes, r.bytes);
 		}
 		return;
@@ -156,7 +156,7 @@ void read_op::finish_direct(io::result &r, bool &eof) noexcept
 		scatter(_bounce->data() + pad, n, _io.iov, _io.iov_count);
 		eof = r.bytes < _step.length && pad + n >= r.bytes;
 		add(stat::read_bounce_copies);
-		add(stat::direct_bytes, n);
+		add(stat::read_direct_bytes, n);
 		add(stat::read_bounced_bytes, n);
 		r.bytes = n;
 	}
@@ -181,7 +181,7 @@ void read_op::on_result(io::result r)
 		finish_direct(r, eof);
 	} else {
 		if (r.ok())
-			add(_issued_rwf != 0 ? stat::dontcache_bytes : stat::buffered_bytes, r.bytes);
+			add(_issued_rwf != 0 ? stat::read_dontcache_bytes : stat::read_buffered_bytes, r.bytes);
 		if (r.ok()) {
 			r.bytes += _base;
 			eof = r.bytes < _total;

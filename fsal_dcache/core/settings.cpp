@@ -277,9 +277,10 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.io_cache_write = DCACHE_MODE_BUFFERED;
 	s.direct_misaligned_num_pages = 2;
 	s.direct_misaligned_dontcache = true;
-	// Measured (docs/benchmarks.md): most WRITE payloads arrive misaligned
-	// in memory; giving up on them left 15-58 MiB cached where the copy
-	// left none, at ~20 % more server CPU.  Direct should be direct.
+	// Measured (docs/results/2026-11-30-baseline.md, "Choosing
+	// Direct_Misaligned_Memory"): most WRITE payloads arrive misaligned in
+	// memory; giving up on them left 15-20 MiB cached where the copy left
+	// none, at ~20 % more server CPU.  Direct should be direct.
 	s.direct_misaligned_memory = DCACHE_MEM_MISALIGNED_BOUNCE;
 	s.boundary_tracking = true;
 	s.boundary_max_pages = 4096; // 16 MiB of page cache per export
@@ -292,31 +293,55 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	return s;
 }
 
-int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out, char *why,
-			  size_t why_len) noexcept
+size_t dcache_settings_parse_all(const struct dcache_settings_text *text, struct dcache_settings *out,
+				 dcache_settings_bad_fn bad, void *ctx) noexcept
 {
-	if (why != nullptr && why_len > 0)
-		why[0] = '\0';
+	const auto report = [&](const char *why) noexcept {
+		if (bad != nullptr)
+			bad(ctx, why);
+	};
 	if (text == nullptr || out == nullptr) {
-		if (why != nullptr && why_len > 0)
-			std::snprintf(why, why_len, "dcache_settings_parse: no settings given");
-		return EINVAL;
+		report("dcache_settings_parse: no settings given");
+		return 1;
 	}
 	// Build into a local so *out is untouched on error.
 	dcache_settings s = dcache_settings_default();
+	std::size_t invalid = 0;
 	for (const setting &st : k_settings) {
 		const char *value = text->*st.text;
 		if (value == nullptr || st.parse(value, s))
 			continue;
-		if (why != nullptr && why_len > 0) {
-			char shown[160];
-			(void)dcache_settings_quote(value, shown, sizeof(shown));
-			std::snprintf(why, why_len, "%s = %s is not valid; allowed: %s", st.name, shown, st.allowed);
-		}
-		return EINVAL;
+		++invalid;
+		char shown[160], why[512];
+		(void)dcache_settings_quote(value, shown, sizeof(shown));
+		std::snprintf(why, sizeof(why), "%s = %s is not valid; allowed: %s", st.name, shown, st.allowed);
+		report(why);
 	}
-	*out = s;
-	return 0;
+	if (invalid == 0)
+		*out = s;
+	return invalid;
+}
+
+int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out, char *why,
+			  size_t why_len) noexcept
+{
+	struct first_line {
+		char *why;
+		std::size_t len;
+		bool taken;
+	} first{why, why_len, false};
+	if (why != nullptr && why_len > 0)
+		why[0] = '\0';
+	const std::size_t invalid = dcache_settings_parse_all(
+		text, out,
+		[](void *ctx, const char *line) noexcept {
+			auto *f = static_cast<first_line *>(ctx);
+			if (!f->taken && f->why != nullptr && f->len > 0)
+				std::snprintf(f->why, f->len, "%s", line);
+			f->taken = true;
+		},
+		&first);
+	return invalid == 0 ? 0 : EINVAL;
 }
 
 const char *dcache_settings_allowed(const char *name) noexcept

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 #include "dcache/core.h"
 
@@ -23,7 +24,8 @@ namespace dcache::core {
 	X(write_split) X(write_not_direct_no_alignment) X(write_not_direct_too_small)     \
 	X(write_not_direct_no_middle) X(write_not_direct_mem_misaligned)                  \
 	X(write_not_direct_fallback) X(write_bounce_copies)                               \
-	X(direct_bytes) X(dontcache_bytes) X(buffered_bytes)                              \
+	X(read_direct_bytes) X(read_dontcache_bytes) X(read_buffered_bytes)               \
+	X(write_direct_bytes) X(write_dontcache_bytes) X(write_buffered_bytes)            \
 	X(syncs_fsync) X(syncs_fdatasync) X(writes_reply_stable) X(writes_raised_stable)  \
 	X(commits) X(fadvise_calls) X(fadvise_errors)                                     \
 	X(fallback_no_dontcache) X(fallback_no_odirect) X(fallback_direct_einval)         \
@@ -62,6 +64,65 @@ inline constexpr std::array<const char *, k_stat_count> k_stat_names = {
 #undef DCACHE_STAT_NAME
 };
 
+// Values computed when read, not counted: the same index space as
+// DCACHE_STATS after it (dcache_stats_name/value), so the DBus statistics
+// and the metrics (metrics.def) see them as they see the counters.  The
+// sums of the per-operation byte counters, the export's places now, its
+// ceiling of boundary pages, and 1 for the mode each operation runs (0 for
+// the others).  Computed in metrics.cpp (computed_value).
+// clang-format off
+#define DCACHE_COMPUTED_STATS(X)                                                          \
+	X(direct_bytes) X(dontcache_bytes) X(buffered_bytes)                              \
+	X(places) X(places_taken) X(requests_waiting) X(boundary_max_pages)               \
+	X(read_mode_buffered) X(read_mode_dontcache) X(read_mode_fadvise)                 \
+	X(read_mode_direct)                                                               \
+	X(write_mode_buffered) X(write_mode_dontcache) X(write_mode_fadvise)              \
+	X(write_mode_direct) X(write_mode_direct_data_sync) X(write_mode_direct_file_sync)
+// clang-format on
+
+enum class computed : std::size_t {
+#define DCACHE_STAT_ENUM(n) n,
+	DCACHE_COMPUTED_STATS(DCACHE_STAT_ENUM)
+#undef DCACHE_STAT_ENUM
+		count_
+};
+
+inline constexpr std::size_t k_computed_count = static_cast<std::size_t>(computed::count_);
+
+inline constexpr std::array<const char *, k_computed_count> k_computed_names = {
+#define DCACHE_STAT_NAME(n) #n,
+	DCACHE_COMPUTED_STATS(DCACHE_STAT_NAME)
+#undef DCACHE_STAT_NAME
+};
+
+// The latency histograms' upper bounds (inclusive) in microseconds, from
+// metrics.def; a last bucket holds what is above them all.
+inline constexpr std::uint64_t k_latency_bounds_us[] = {
+#define DCACHE_METRIC(name, type, labels, help)
+#define DCACHE_SOURCE(value, metric, labels)
+#define DCACHE_LATENCY_BUCKETS_US(...) __VA_ARGS__
+#include "metrics.def"
+#undef DCACHE_METRIC
+#undef DCACHE_SOURCE
+#undef DCACHE_LATENCY_BUCKETS_US
+};
+inline constexpr std::size_t k_latency_buckets = std::size(k_latency_bounds_us) + 1;
+
+// The bucket of a service time: the first whose bound is >= it.
+[[nodiscard]] constexpr std::size_t latency_bucket(std::uint64_t ns) noexcept
+{
+	std::size_t lo = 0;
+	std::size_t hi = std::size(k_latency_bounds_us);
+	while (lo < hi) {
+		const std::size_t mid = (lo + hi) / 2;
+		if (k_latency_bounds_us[mid] * 1000 < ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 // Gauges go up and down (add/sub) and describe the present, so a stats
 // reset leaves them alone: zeroing one would make it wrong, and the next
 // sub() would wrap it.
@@ -71,14 +132,17 @@ inline constexpr std::array<const char *, k_stat_count> k_stat_names = {
 	       s == stat::drops_pending;
 }
 
-// Service times of one kind of request.  min/max are kept with CAS loops;
-// a reader may see a count and total from slightly different moments.
+// Service times of one kind of request: count, total, min, max and a
+// histogram (k_latency_bounds_us).  min/max are kept with CAS loops; a
+// reader may see a count, a total and buckets from slightly different
+// moments.
 class op_latency {
 public:
 	void record(std::uint64_t ns) noexcept
 	{
 		_count.fetch_add(1, std::memory_order_relaxed);
 		_total_ns.fetch_add(ns, std::memory_order_relaxed);
+		_buckets[latency_bucket(ns)].fetch_add(1, std::memory_order_relaxed);
 		std::uint64_t cur = _min_ns.load(std::memory_order_relaxed);
 		while (ns < cur && !_min_ns.compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {
 		}
@@ -93,8 +157,15 @@ public:
 		return {count, _total_ns.load(std::memory_order_relaxed), count != 0 ? min : 0,
 			_max_ns.load(std::memory_order_relaxed)};
 	}
+	// Each bucket's own count (not cumulative).
+	[[nodiscard]] std::uint64_t bucket(std::size_t i) const noexcept
+	{
+		return i < k_latency_buckets ? _buckets[i].load(std::memory_order_relaxed) : 0;
+	}
 	void reset() noexcept
 	{
+		for (auto &b : _buckets)
+			b.store(0, std::memory_order_relaxed);
 		_count.store(0, std::memory_order_relaxed);
 		_total_ns.store(0, std::memory_order_relaxed);
 		_min_ns.store(UINT64_MAX, std::memory_order_relaxed);
@@ -106,6 +177,7 @@ private:
 	std::atomic<std::uint64_t> _total_ns{0};
 	std::atomic<std::uint64_t> _min_ns{UINT64_MAX};
 	std::atomic<std::uint64_t> _max_ns{0};
+	std::array<std::atomic<std::uint64_t>, k_latency_buckets> _buckets{};
 };
 
 class export_stats {
@@ -118,6 +190,10 @@ public:
 	[[nodiscard]] dcache_latency latency(dcache_op op) const noexcept
 	{
 		return op >= 0 && op < DCACHE_OP_COUNT ? _latency[op].get() : dcache_latency{};
+	}
+	[[nodiscard]] std::uint64_t latency_bucket_count(dcache_op op, std::size_t i) const noexcept
+	{
+		return op >= 0 && op < DCACHE_OP_COUNT ? _latency[op].bucket(i) : 0;
 	}
 	void add(stat s, std::uint64_t n = 1) noexcept
 	{

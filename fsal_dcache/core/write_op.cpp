@@ -262,7 +262,7 @@ void write_op::on_step_result(io::result r)
 	case step_kind::direct:
 		_bounce.reset(); // the middle completed: its copy is no longer lent out
 		if (r.ok()) {
-			add(stat::direct_bytes, r.bytes);
+			add(stat::write_direct_bytes, r.bytes);
 			add(st.bounce ? stat::write_bounced_bytes : stat::write_unbounced_bytes, r.bytes);
 			// A filesystem that may have written part of it through
 			// the page cache (btrfs), with no RWF_DONTCACHE to drop
@@ -284,7 +284,7 @@ void write_op::on_step_result(io::result r)
 			// write touched once its write-back is done.
 			add(stat::fallback_no_dontcache);
 			if (r.ok()) {
-				add(stat::buffered_bytes, r.bytes);
+				add(stat::write_buffered_bytes, r.bytes);
 				const std::uint64_t lo = page_down(st.offset);
 				const std::uint64_t len = page_up(st.offset + r.bytes) - lo;
 				if (r.bytes > 0 && _later.holds()) {
@@ -296,7 +296,7 @@ void write_op::on_step_result(io::result r)
 				}
 			}
 		} else if (r.ok()) {
-			add(stat::dontcache_bytes, r.bytes);
+			add(stat::write_dontcache_bytes, r.bytes);
 		}
 		break;
 	case step_kind::tracked:
@@ -311,7 +311,7 @@ void write_op::on_step_result(io::result r)
 		[[fallthrough]];
 	case step_kind::buffered:
 		if (r.ok()) {
-			add(stat::buffered_bytes, r.bytes);
+			add(stat::write_buffered_bytes, r.bytes);
 			write_back = st.writeback && r.bytes > 0;
 		}
 		break;

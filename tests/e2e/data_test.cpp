@@ -479,7 +479,7 @@ TEST_P(data_test, concurrent_clients_disjoint_ranges) {
 
 // The exports under test: /vfs and /dcache, or the comma-separated pseudo
 // paths in DCACHE_E2E_DATA_EXPORTS (e2e_data_modes adds one export per
-// cache mode with data_modes_exports.conf).
+// cache mode with tests/e2e/test_data.py).
 std::vector<std::string> exports_under_test() {
   std::vector<std::string> out;
   std::string list = env_or_empty("DCACHE_E2E_DATA_EXPORTS");

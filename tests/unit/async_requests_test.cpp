@@ -327,6 +327,40 @@ TEST_F(async_requests, a_dontcache_fallback_writes_back_before_the_reply_and_dro
 	expect_file_is(0, data);
 }
 
+// A deferred write-back and drop the device fails (full, EIO): counted and
+// logged once, and its piece still gives back what it holds, the buffered
+// twin's descriptor and its hold on the export (TearDown: nothing leaked,
+// the export goes).
+TEST_F(async_requests, a_failing_deferred_write_back_gives_back_its_descriptor_and_export)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_write = DCACHE_MODE_DONTCACHE;
+	make(s);
+	fb.reject_dontcache();
+	fb.fail_when([](const dcache::io::request &r, std::size_t) { return r.op == op_kind::flush_drop; }, ENOSPC);
+	for (unsigned i = 0; i < 2; ++i) {
+		const auto data = pattern(8192, 5 + i);
+		done_probe d;
+		dcache_io_result inl{};
+		ASSERT_FALSE(write_start(i * 8192, data, 0, false, d, inl));
+		(void)until_replied(ab, d);
+		ASSERT_EQ(d.calls.load(), 1);
+		EXPECT_EQ(d.res.error, 0) << "the WRITE itself landed";
+		ASSERT_EQ(ab.pending(), 1u);
+		ASSERT_EQ(ab.front().op, op_kind::flush_drop);
+		EXPECT_GT(ab.buffered_open(), 0) << "the queued piece holds the buffered twin";
+		ab.release_one();
+	}
+	EXPECT_EQ(stat_of(exp, "drops_pending"), 0u);
+	EXPECT_EQ(stat_of(exp, "fadvise_errors"), 2u);
+	EXPECT_EQ(
+		log_lines_with("write-back and drop (sync_file_range, posix_fadvise) failed: No space left on device"),
+		1u)
+		<< "logged once";
+	dcache_file_close(file);
+	EXPECT_EQ(ab.buffered_open(), 0) << "the failed pieces gave their descriptor back";
+}
+
 // ---- the memory bound: IO_Queue_Depth places -----------------------------
 
 TEST_F(async_requests, requests_beyond_the_exports_places_are_parked_not_waited_for)

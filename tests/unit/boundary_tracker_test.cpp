@@ -372,4 +372,39 @@ TEST_F(boundary, failed_edge_write_holds_nothing)
 	EXPECT_EQ(stat_of(exp, "boundary_bytes_current"), 50u);
 }
 
+// A device that fails (full, EIO, XFS shut down) fails every write-back and
+// drop of held pages: at a truncate, at unexport (the export's own release,
+// with pages still held) and at close.  Each failure is logged once and
+// counted; every page still leaves the tracker and every descriptor is
+// closed, and the export goes once its files do.
+TEST_F(boundary, failing_write_backs_give_back_every_held_page_and_descriptor)
+{
+	clear_log();
+	dcache_set_log(capture_log);
+	// [1000, 1000 + 5 pages) in each file: pages 1-4 direct, the partial
+	// pages 0 and 5 of each held
+	ASSERT_EQ(write(1000, 5 * k_page).bytes, 5 * k_page);
+	ASSERT_EQ(write(1000, 5 * k_page, file2, k_fd2).bytes, 5 * k_page);
+	ASSERT_EQ(stat_of(exp, "boundary_pages_current"), 4u);
+	ASSERT_GT(fb.open_direct_fds(), 0);
+	fb.fail_when([](const dcache::io::request &r, std::size_t) { return r.op == op_kind::sync_range; }, ENOSPC);
+	fb.fail_when([](const dcache::io::request &r, std::size_t) { return r.op == op_kind::fadvise_dontneed; }, EIO);
+	// a truncate into page 5 of the first file: its write-back fails
+	dcache_file_truncated(file, 5 * k_page + 50);
+	EXPECT_EQ(stat_of(exp, "boundary_pages_current"), 3u);
+	// unexport with three pages held: each write-back fails
+	dcache_export *const e = exp;
+	exp = nullptr; // put here, not again by the fixture
+	dcache_export_put(e);
+	EXPECT_EQ(stat_of(e, "boundary_pages_current"), 0u) << "every page left the tracker";
+	EXPECT_EQ(stat_of(e, "boundary_bytes_current"), 0u);
+	EXPECT_EQ(stat_of(e, "fadvise_errors"), 4u) << "each failed drop counted";
+	EXPECT_EQ(log_lines_with("sync_file_range failed: No space left on device"), 1u) << "logged once";
+	EXPECT_EQ(log_lines_with("posix_fadvise(DONTNEED) failed: Input/output error"), 1u);
+	// the files close (their descriptors with them), then the export goes
+	free_export();
+	EXPECT_EQ(fb.open_direct_fds(), 0) << "O_DIRECT descriptor leaked";
+	dcache_set_log(nullptr);
+}
+
 } // namespace

@@ -281,8 +281,9 @@ TEST(policy, drop_ranges_after_read_stable_write_and_commit)
 	}
 }
 
-// Where a step runs (docs/configuration.md, "Where a step runs"): every
-// fact, each row against the rule that decides it.
+// Where a step runs (docs/configuration.md, "How the io_uring backend
+// issues a request"): every fact, each row against the rule that decides
+// it.
 TEST(placement_table, every_rule_and_what_overrides_it)
 {
 	step_facts uring; // an io_uring export's defaults, on the worker thread

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 using ::testing::HasSubstr;
 
@@ -405,6 +406,56 @@ TEST(settings, format_lists_every_setting_in_order)
 	const dcache_settings def = dcache_settings_default();
 	EXPECT_EQ(dcache_settings_format(&def, small, sizeof(small)), line.size());
 	EXPECT_EQ(std::string(small), line.substr(0, sizeof(small) - 1));
+}
+
+// Every bad setting has its own line, in the order of DCACHE_SETTINGS, each
+// the line dcache_settings_parse gives for that setting alone; the good
+// ones are not mentioned, and *out is untouched.
+TEST(settings, parse_all_reports_every_bad_setting)
+{
+	std::vector<std::string> lines;
+	const auto keep = [](void *ctx, const char *why) {
+		static_cast<std::vector<std::string> *>(ctx)->push_back(why);
+	};
+	dcache_settings_text t{};
+	t.io_queue_depth = "+64";
+	t.io_cache_read = "fast";
+	t.direct_misaligned_num_pages = "-1";
+	t.io_cache_write = "direct"; // good
+	dcache_settings out = dcache_settings_default();
+	out.io_cache_write = DCACHE_MODE_DONTCACHE;
+	ASSERT_EQ(dcache_settings_parse_all(&t, &out, keep, &lines), 3u);
+	EXPECT_EQ(out.io_cache_write, DCACHE_MODE_DONTCACHE) << "untouched on error";
+	const auto alone = [](const char *dcache_settings_text::*field, const char *value) {
+		dcache_settings_text one{};
+		one.*field = value;
+		return parse(one).why;
+	};
+	EXPECT_EQ(lines, (std::vector<std::string>{
+				 alone(&dcache_settings_text::io_cache_read, "fast"),
+				 alone(&dcache_settings_text::direct_misaligned_num_pages, "-1"),
+				 alone(&dcache_settings_text::io_queue_depth, "+64"),
+			 }));
+	EXPECT_EQ(lines[1], "Direct_Misaligned_Num_Pages = \"-1\" is not valid; allowed: an integer from 0 to 1024 "
+			    "(pages of 4096 bytes)");
+	// dcache_settings_parse still gives the first
+	EXPECT_EQ(parse(t).why, lines[0]);
+	EXPECT_EQ(parse(t).rc, EINVAL);
+
+	// all good: no line, *out set
+	lines.clear();
+	t = dcache_settings_text{};
+	t.io_cache_write = "direct";
+	ASSERT_EQ(dcache_settings_parse_all(&t, &out, keep, &lines), 0u);
+	EXPECT_TRUE(lines.empty());
+	EXPECT_EQ(out.io_cache_write, DCACHE_MODE_DIRECT);
+	// no callback: counted all the same; no text or no out: one line
+	t.io_backend = "fast";
+	t.io_workers_max = "4097";
+	EXPECT_EQ(dcache_settings_parse_all(&t, &out, nullptr, nullptr), 2u);
+	EXPECT_EQ(dcache_settings_parse_all(nullptr, &out, keep, &lines), 1u);
+	EXPECT_EQ(dcache_settings_parse_all(&t, nullptr, keep, &lines), 1u);
+	EXPECT_EQ(lines.size(), 2u);
 }
 
 } // namespace

@@ -42,11 +42,11 @@ bool connect_all(engine& e, std::string& err) {
       return false;
     }
     if (nfs_set_version(c->nfs, s.nfs_version) != 0) {
-      err = std::string("nfs_set_version: ") + nfs_get_error(c->nfs);
+      err = std::string("nfs_set_version: ") + libnfs_text(nfs_get_error(c->nfs));
       return false;
     }
     if (nfs_mount(c->nfs, e.server.c_str(), e.export_path.c_str()) != 0) {
-      err = "mount " + e.server + ":" + e.export_path + ": " + nfs_get_error(c->nfs);
+      err = "mount " + e.server + ":" + e.export_path + ": " + libnfs_text(nfs_get_error(c->nfs));
       return false;
     }
     c->rpc = nfs_get_rpc_context(c->nfs);
@@ -56,11 +56,11 @@ bool connect_all(engine& e, std::string& err) {
     int rc = nfs_open(c->nfs, c->path.c_str(), O_RDWR, &c->fh);
     if (rc != 0) rc = nfs_create(c->nfs, c->path.c_str(), O_RDWR | O_CREAT, 0644, &c->fh);
     if (rc != 0) {
-      err = "open/create " + c->path + ": " + nfs_get_error(c->nfs);
+      err = "open/create " + c->path + ": " + libnfs_text(nfs_get_error(c->nfs));
       return false;
     }
     if (s.truncate && nfs_ftruncate(c->nfs, c->fh, 0) != 0) {
-      err = "truncate " + c->path + ": " + nfs_get_error(c->nfs);
+      err = "truncate " + c->path + ": " + libnfs_text(nfs_get_error(c->nfs));
       return false;
     }
     auto* fh = reinterpret_cast<libnfs_fh_layout*>(nfs_get_fh(c->fh));

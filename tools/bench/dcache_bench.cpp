@@ -5,7 +5,8 @@
 // print the JSON report. The parts: options.hpp (the command line),
 // connect.hpp (one connection and file per job), engine.hpp (the poll loop
 // that issues operations and takes their replies; engine_replies.cpp),
-// report.hpp (the JSON). See docs/benchmarks.md.
+// report.hpp (the JSON). Its keys and options: tools/bench/README.md; how
+// the benchmark uses it: docs/benchmarks.md.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,10 +75,11 @@ int main(int argc, char** argv) {
     std::printf("name=%s url=%s nfs_version=%d rw=%s rwmixread=%u bs=%" PRIu64 " record=%" PRIu64
                 " numjobs=%u iodepth=%u size=%" PRIu64 " io_size=%" PRIu64
                 " time_based=%d runtime=%g verify=%d seed=%" PRIu64 " fsync=%" PRIu64
-                " layout=%d thinktime=%g pass_interval=%g truncate=%d\n",
+                " layout=%d thinktime=%g pass_interval=%g pass_first=%g truncate=%d\n",
                 s.name.c_str(), s.url.c_str(), s.nfs_version, std::string(to_string(s.rw)).c_str(),
                 s.rwmixread, s.bs, s.record, s.numjobs, s.iodepth, s.size, io_budget(s), s.time_based,
-                s.runtime, s.verify, s.seed, s.fsync, s.layout, s.thinktime_us, s.pass_interval, s.truncate);
+                s.runtime, s.verify, s.seed, s.fsync, s.layout, s.thinktime_us, s.pass_interval,
+                s.pass_first >= 0 ? s.pass_first : s.pass_interval, s.truncate);
     if (s.rw == rw_mode::interleave) {
       const auto b = analyse_boundaries(e.order, s.record, 4096);
       std::printf("interleave: %zu records, %" PRIu64 " shared pages (%" PRIu64 " lower-first, %" PRIu64

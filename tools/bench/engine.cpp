@@ -24,7 +24,33 @@ constexpr std::uint64_t v4_max_read = 512 * 1024;
 
 engine* engine::self = nullptr;
 
+conn::~conn() {
+  if (fh != nullptr) {
+    if (!broken)
+      (void)nfs_close(nfs, fh);  // NFSv4: the CLOSE, waited for
+    else
+      // queued (NFSv4) and cancelled below, or freed at once (NFSv3): the
+      // handle goes either way, and nothing is waited for on a connection
+      // that failed or still has RPCs in flight
+      (void)nfs_close_async(
+          nfs, fh, [](int, nfs_context*, void*, void*) {}, nullptr);
+  }
+  if (nfs != nullptr) nfs_destroy_context(nfs);
+}
+
+void engine::close_all() {
+  // From here on, callbacks (cancelled RPCs, or replies a CLOSE's wait
+  // takes in) give back their sub_rpc and op_slot and nothing else: the
+  // results they would count in may be gone (main's locals go before the
+  // engine) and no operation may be issued on a context being destroyed.
+  closing = true;
+  res = nullptr;
+  for (auto& c : conns) c->broken = c->broken || fatal || c->inflight != 0 || c->commit_inflight;
+  conns.clear();
+}
+
 void engine::fail(const std::string& what) {
+  if (res == nullptr) return;
   ++res->errors;
   if (res->first_error.empty()) res->first_error = what;
   if (res->errors > 100) fatal = true;
@@ -177,7 +203,7 @@ void engine::issue(conn& c, bool is_read, std::uint64_t off, std::uint64_t len) 
     op->pending = 1;
     auto* sub = new sub_rpc{op, 0, 0, {}};
     if (nfs_fstat64_async(c.nfs, c.fh, &engine::on_getattr, sub) != 0) {
-      fail(std::string("queueing a GETATTR failed: ") + nfs_get_error(c.nfs));
+      fail(std::string("queueing a GETATTR failed: ") + libnfs_text(nfs_get_error(c.nfs)));
       delete sub;
       op->failed = true;
       sub_done(op);
@@ -213,7 +239,7 @@ void engine::issue(conn& c, bool is_read, std::uint64_t off, std::uint64_t len) 
                             sub);
     }
     if (rc != 0) {
-      fail(std::string("queueing an RPC failed: ") + nfs_get_error(c.nfs));
+      fail(std::string("queueing an RPC failed: ") + libnfs_text(nfs_get_error(c.nfs)));
       delete sub;
       op->failed = true;
       sub_done(op);
@@ -256,7 +282,8 @@ bool engine::run_loop(P pred, const char* phase_name) {
     for (std::size_t i = 0; i < conns.size(); ++i) {
       // revents 0 still lets libnfs run its timeouts
       if (nfs_service(conns[i]->nfs, fds[i].revents) < 0) {
-        fail(std::string("connection lost: ") + nfs_get_error(conns[i]->nfs));
+        conns[i]->broken = true;
+        fail(std::string("connection lost: ") + libnfs_text(nfs_get_error(conns[i]->nfs)));
         fatal = true;
         return false;
       }
@@ -267,6 +294,7 @@ bool engine::run_loop(P pred, const char* phase_name) {
     for (const auto& c : conns) waiting = waiting || c->inflight || c->commit_inflight;
     if (!waiting) last_reply = clock_type::now();
     if (clock_type::now() - last_reply > stall_limit) {
+      for (auto& c : conns) c->broken = true;
       fail("no reply from the server for 60 s");
       fatal = true;
       return false;
@@ -317,9 +345,9 @@ bool engine::run_phase(phase_result& out, const char* phase_name) {
       t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(spec.runtime));
   if (spec.pass_interval > 0)
     for (auto& c : conns) {
-      // the first pass one interval after the start
-      c->next_pass = t0 + std::chrono::duration_cast<clock_type::duration>(
-                              std::chrono::duration<double>(spec.pass_interval));
+      // the first pass one interval after the start, or pass_first
+      c->next_pass = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(
+                              spec.pass_first >= 0 ? spec.pass_first : spec.pass_interval));
       c->not_before = c->next_pass;
     }
   for (auto& c : conns) pump(*c);

@@ -10,7 +10,9 @@
 // one thread; libnfs calls the callbacks on that thread, inside
 // nfs_service. A conn owns its nfs_context and open file. An op_slot in
 // flight belongs to its RPCs (its last reply gives it back to the conn's
-// free_slots); a sub_rpc belongs to its callback, which deletes it.
+// free_slots, or frees it once the engine is closing); a sub_rpc belongs
+// to its callback, which deletes it. Every RPC still queued when a conn
+// goes is cancelled, its callback called with the engine closing.
 #pragma once
 
 #include <nfsc/libnfs.h>
@@ -32,6 +34,14 @@
 namespace dcache::bench {
 
 using clock_type = std::chrono::steady_clock;
+
+// libnfs's error text, never NULL: rpc_get_error() and nfs_get_error() are
+// NULL on a context that has had no error (a WRITE cancelled when its
+// context is destroyed gets neither data nor an error string), and a
+// callback's data may be NULL on error.
+inline const char* libnfs_text(const char* text) {
+  return text != nullptr && *text != '\0' ? text : "no error text from libnfs";
+}
 
 struct conn;
 
@@ -67,6 +77,7 @@ struct conn {
   std::uint64_t cursor = 0, issued_bytes = 0, writes_since_fsync = 0;
   unsigned inflight = 0;
   bool stopped = false;  // no more new operations
+  bool broken = false;   // failed, or left with RPCs in flight: no CLOSE waited for
   bool commit_inflight = false;
   clock_type::time_point commit_sent;  // of the COMMIT in flight
   bool draining = false;               // waiting for in-flight WRITEs before an fsync COMMIT
@@ -80,10 +91,14 @@ struct conn {
   clock_type::time_point next_pass{}, pass_start{};
   bool in_pass = false;
   std::vector<std::unique_ptr<op_slot>> free_slots;
-  ~conn() {
-    if (fh) nfs_close(nfs, fh);
-    if (nfs) nfs_destroy_context(nfs);
-  }
+  conn() = default;
+  conn(const conn&) = delete;
+  conn& operator=(const conn&) = delete;
+  // The engine closes its connections (engine::close_all) before one goes:
+  // a CLOSE waited for only on a healthy connection with nothing in
+  // flight, then every RPC still queued is cancelled (its callback called,
+  // with the engine closing).
+  ~conn();
 };
 
 struct engine {
@@ -98,6 +113,9 @@ struct engine {
   std::size_t order_next = 0;
   std::uint64_t range = 0;  // bytes of the file(s) the phase covers
   bool fatal = false;
+  // Closing its connections: callbacks give back what their RPC held and
+  // touch nothing else (res may be gone, no new operation is issued).
+  bool closing = false;
   // last time a reply arrived: a server that stops answering (e.g. stalled
   // in a too-small memory cgroup) fails the run instead of hanging it
   clock_type::time_point last_reply;
@@ -105,6 +123,15 @@ struct engine {
   std::string stop_file;  // --stop-file
   bool stop_seen = false;
   clock_type::time_point stop_checked{};
+
+  engine() = default;
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+  ~engine() { close_all(); }
+
+  // Closes every connection; callbacks of RPCs still in flight then run
+  // (cancelled) with closing set. Safe to call more than once.
+  void close_all();
 
   // an error of this phase: counted, the first one kept; more than 100 stop the run (fatal)
   void fail(const std::string& what);
@@ -132,6 +159,8 @@ struct engine {
   static engine* self;  // the one engine of this process (callbacks carry only sub_rpc)
 
   void sub_done(op_slot* op);
+  // closing: the RPC's share of op given back, op freed with its last one
+  static void abandon(op_slot* op);
 
   // libnfs's callbacks; priv is the sub_rpc
   static void on_getattr(int err, nfs_context* nfs, void* data, void* priv);

@@ -4,6 +4,7 @@
 // its next operation issued), and the COMMIT at an fsync point.
 #include "engine.hpp"
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -14,14 +15,27 @@
 namespace dcache::bench {
 namespace {
 
-// What a failed libnfs callback says: its own message, else the context's.
-const char* rpc_error(void* data, nfs_context* nfs) {
-  return static_cast<const char*>(data ? data : nfs_get_error(nfs));
+// What a failed libnfs callback says. libnfs 4.0 passes its message as the
+// callback's data, except that a chunked READ's -EFAULT may carry the
+// undecoded reply (after setting the context's message for an NFS error):
+// then the context's message. Never NULL (libnfs_text).
+std::string rpc_error(int err, void* data, nfs_context* nfs) {
+  const char* own = nfs_get_error(nfs);
+  if (err == -EFAULT && own != nullptr && *own != '\0') return own;
+  return libnfs_text(data != nullptr ? static_cast<const char*>(data) : own);
 }
 
 }  // namespace
 
+void engine::abandon(op_slot* op) {
+  if (--op->pending == 0) delete op;
+}
+
 void engine::sub_done(op_slot* op) {
+  if (closing) {
+    abandon(op);
+    return;
+  }
   last_reply = clock_type::now();
   if (--op->pending != 0) return;
   conn& c = *op->c;
@@ -66,8 +80,13 @@ void engine::on_getattr(int err, nfs_context* nfs, void* data, void* priv) {
   auto* sub = static_cast<sub_rpc*>(priv);
   engine& e = *self;
   op_slot* op = sub->op;
+  if (e.closing) {  // cancelled, or answered, as its conn goes: count nothing
+    delete sub;
+    e.sub_done(op);
+    return;
+  }
   if (err < 0) {
-    e.fail(std::string("GETATTR failed: ") + rpc_error(data, nfs));
+    e.fail(std::string("GETATTR failed: ") + rpc_error(err, data, nfs));
     op->failed = true;
   }
   delete sub;
@@ -78,8 +97,13 @@ void engine::on_read(int err, nfs_context* nfs, void* data, void* priv) {
   auto* sub = static_cast<sub_rpc*>(priv);
   engine& e = *self;
   op_slot* op = sub->op;
+  if (e.closing) {  // cancelled, or answered, as its conn goes: count nothing
+    delete sub;
+    e.sub_done(op);
+    return;
+  }
   if (err < 0) {
-    e.fail(std::string("READ failed: ") + rpc_error(data, nfs));
+    e.fail(std::string("READ failed: ") + rpc_error(err, data, nfs));
     op->failed = true;
   } else {
     const auto got = static_cast<std::uint64_t>(err);
@@ -111,9 +135,15 @@ void engine::on_write3(rpc_context* rpc, int status, void* data, void* priv) {
   auto* sub = static_cast<sub_rpc*>(priv);
   engine& e = *self;
   op_slot* op = sub->op;
+  if (e.closing) {  // cancelled, or answered, as its conn goes: count nothing
+    delete sub;
+    e.sub_done(op);
+    return;
+  }
   if (status != RPC_STATUS_SUCCESS) {
-    e.fail(std::string("WRITE RPC failed: ") +
-           (status == RPC_STATUS_ERROR && data ? static_cast<const char*>(data) : rpc_get_error(rpc)));
+    e.fail(std::string("WRITE RPC failed: ") + libnfs_text(status == RPC_STATUS_ERROR && data
+                                                               ? static_cast<const char*>(data)
+                                                               : rpc_get_error(rpc)));
     op->failed = true;
   } else {
     auto* r = static_cast<WRITE3res*>(data);
@@ -140,8 +170,13 @@ void engine::on_write4(int err, nfs_context* nfs, void* data, void* priv) {
   auto* sub = static_cast<sub_rpc*>(priv);
   engine& e = *self;
   op_slot* op = sub->op;
+  if (e.closing) {  // cancelled, or answered, as its conn goes: count nothing
+    delete sub;
+    e.sub_done(op);
+    return;
+  }
   if (err < 0) {
-    e.fail(std::string("WRITE failed: ") + rpc_error(data, nfs));
+    e.fail(std::string("WRITE failed: ") + rpc_error(err, data, nfs));
     op->failed = true;
   } else {
     op->c->tracker.on_write_reply(stability::unknown);
@@ -177,7 +212,7 @@ void engine::send_commit(conn& c) {
     rc = nfs_fsync_async(c.nfs, c.fh, &engine::on_commit4, &c);
   }
   if (rc != 0) {
-    fail(std::string("queueing COMMIT failed: ") + nfs_get_error(c.nfs));
+    fail(std::string("queueing COMMIT failed: ") + libnfs_text(nfs_get_error(c.nfs)));
     c.commit_inflight = false;
     c.draining = false;
   }
@@ -196,8 +231,11 @@ void engine::commit_done(conn& c) {
 void engine::on_commit3(rpc_context* rpc, int status, void* data, void* priv) {
   auto& c = *static_cast<conn*>(priv);
   engine& e = *self;
+  if (e.closing) return;  // the conn is going: nothing to count
   if (status != RPC_STATUS_SUCCESS) {
-    e.fail(std::string("COMMIT RPC failed: ") + rpc_get_error(rpc));
+    e.fail(std::string("COMMIT RPC failed: ") + libnfs_text(status == RPC_STATUS_ERROR && data
+                                                                ? static_cast<const char*>(data)
+                                                                : rpc_get_error(rpc)));
   } else {
     auto* r = static_cast<COMMIT3res*>(data);
     if (r->status != NFS3_OK) e.fail("COMMIT answered nfsstat3 " + std::to_string(r->status));
@@ -211,8 +249,9 @@ void engine::on_commit3(rpc_context* rpc, int status, void* data, void* priv) {
 void engine::on_commit4(int err, nfs_context* nfs, void* data, void* priv) {
   auto& c = *static_cast<conn*>(priv);
   engine& e = *self;
+  if (e.closing) return;  // the conn is going: nothing to count
   if (err < 0)
-    e.fail(std::string("COMMIT failed: ") + rpc_error(data, nfs));
+    e.fail(std::string("COMMIT failed: ") + rpc_error(err, data, nfs));
   else
     c.tracker.on_commit_reply();
   e.commit_done(c);

@@ -251,6 +251,9 @@ std::optional<parse_error> apply_setting(job_spec& s, std::string_view key_in, s
   if (key == "pass_interval")
     return double_of(
         s.pass_interval, [](double v) { return v >= 0 && v <= 86400; }, "seconds in 0..86400");
+  if (key == "pass_first")
+    return double_of(
+        s.pass_first, [](double v) { return v >= 0 && v <= 86400; }, "seconds in 0..86400");
   if (key == "truncate") return bool_of(s.truncate);
   if (key == "slow_writer")
     return double_of(

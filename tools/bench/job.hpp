@@ -58,6 +58,8 @@ struct job_spec {
   // one pass every pass_interval seconds, the first one pass_interval
   // after the start: a working set touched every N seconds. 0 = off.
   double pass_interval = 0;
+  // seconds from the start to the first pass (< 0: one pass_interval)
+  double pass_first = -1;
   bool truncate = false;  // write-only jobs: truncate each file to 0 when opening it
   std::string filename;   // base name; default = name
 };

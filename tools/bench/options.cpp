@@ -20,7 +20,7 @@ namespace dcache::bench {
                "  job keys: url nfs_version rw rwmixread bs record numjobs iodepth size io_size\n"
                "            time_based runtime verify seed fsync layout filename name\n"
                "            interleave_order (shared|stride) commit_at_end slow_writer\n"
-               "            thinktime (us) pass_interval (s) truncate\n"
+               "            thinktime (us) pass_interval (s) pass_first (s) truncate\n"
                "  options:  --json FILE      write the JSON result there (default stdout)\n"
                "            --progress       live progress line on stderr (default: if a tty)\n"
                "            --sample-dir DIR server-side backing directory to sample (cachestat)\n"

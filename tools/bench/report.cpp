@@ -123,6 +123,7 @@ std::string report_json(const cli_options& o, const job_spec& s, phase_result& m
   j.num("slow_writer", s.slow_writer);
   j.num("thinktime_us", s.thinktime_us);
   j.num("pass_interval", s.pass_interval);
+  j.num("pass_first", s.pass_first >= 0 ? s.pass_first : s.pass_interval);
   j.boolean("truncate", s.truncate);
   j.close();
   const double secs = main_res.elapsed_s;

@@ -370,7 +370,10 @@ void sampler::stop() {
   if (_cfg.server_pid > 0 && _cfg.thread_interval_ms > 0 && _result.threads.samples == 0) sample_threads();
   const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
   if (_cfg.server_pid > 0) {
-    if (auto t = read_proc_cpu_ticks(_cfg.server_pid)) {
+    // the same process as at the start (a server restarted meanwhile, or
+    // its pid reused, counts from zero: nothing is said then)
+    if (auto t = read_proc_cpu_ticks(_cfg.server_pid);
+        t && t->first >= _cpu_start_user && t->second >= _cpu_start_sys) {
       _result.server_user_s = static_cast<double>(t->first - _cpu_start_user) / tick;
       _result.server_sys_s = static_cast<double>(t->second - _cpu_start_sys) / tick;
       _result.server_cpu_s = _result.server_user_s + _result.server_sys_s;

@@ -3,8 +3,7 @@
  * misaligned records, without NFS or Ganesha: the benchmark's interleave
  * workload (47008-byte records into one file, record i written by thread
  * i % THREADS) issued the way plain VFS issues it and the way DCACHE's
- * direct mode does (docs/benchmarks.md, "Interleave: what the kernel
- * costs").
+ * direct mode does (docs/results/2026-12-03-interleave.md).
  *
  *   interleave_cost MODE THREADS RECORDS FILE
  *

@@ -156,6 +156,19 @@ struct dcache_settings dcache_settings_default(void) DCACHE_NOEXCEPT;
 int dcache_settings_parse(const struct dcache_settings_text *text, struct dcache_settings *out, char *why,
 			  size_t why_len) DCACHE_NOEXCEPT;
 
+/* Takes one line saying what is wrong (worded as dcache_settings_parse's
+ * why[]), for the caller to log or print. */
+typedef void (*dcache_settings_bad_fn)(void *ctx, const char *why);
+
+/* As dcache_settings_parse, but every setting that is not valid is
+ * reported, each with its own line through bad(ctx, why), in the order of
+ * DCACHE_SETTINGS (an export with three bad settings: three lines).
+ * Returns how many were not valid: 0 with *out set, otherwise *out is
+ * untouched.  text or out NULL: one line, counted as one.  Pure;
+ * thread-safe. */
+size_t dcache_settings_parse_all(const struct dcache_settings_text *text, struct dcache_settings *out,
+				 dcache_settings_bad_fn bad, void *ctx) DCACHE_NOEXCEPT;
+
 /* What a setting (its ganesha.conf name, any case) allows, as the error
  * lines say it; NULL for a name that is not a DCACHE setting. */
 const char *dcache_settings_allowed(const char *name) DCACHE_NOEXCEPT;
@@ -294,7 +307,9 @@ int dcache_after_commit(struct dcache_export *exp, struct dcache_file *file, int
 /* ---- statistics -------------------------------------------------------- */
 
 /* Counters are kept per export, lock-free.  The set is fixed at build time:
- * index 0 .. dcache_stats_count()-1, each with a stable snake_case name. */
+ * index 0 .. dcache_stats_count()-1, each with a stable snake_case name.
+ * The last few are computed when read (gauges: places taken, the mode in
+ * force, ...; core/stats.h, DCACHE_COMPUTED_STATS). */
 size_t dcache_stats_count(void) DCACHE_NOEXCEPT;
 const char *dcache_stats_name(size_t index) DCACHE_NOEXCEPT;
 uint64_t dcache_stats_value(const struct dcache_export *exp, size_t index) DCACHE_NOEXCEPT;
@@ -311,6 +326,61 @@ struct dcache_latency {
 };
 struct dcache_latency dcache_stats_latency(const struct dcache_export *exp, enum dcache_op op) DCACHE_NOEXCEPT;
 const char *dcache_op_name(enum dcache_op op) DCACHE_NOEXCEPT;
+/* The same service times as a histogram: counts[i] is the number of
+ * requests that took at most bounds_us[i] microseconds and more than
+ * bounds_us[i-1]; the last bucket, counts[nbounds], holds the rest.
+ * Copies min(n, nbounds + 1) counts; returns nbounds + 1. */
+size_t dcache_stats_latency_buckets(const struct dcache_export *exp, enum dcache_op op, uint64_t *counts,
+				    size_t n) DCACHE_NOEXCEPT;
+/* The histogram's bounds (static); returns their number. */
+size_t dcache_stats_latency_bounds(const uint64_t **bounds_us) DCACHE_NOEXCEPT;
+
+/* ---- metrics ----------------------------------------------------------- */
+
+/* The Prometheus series of an export (docs/monitoring.md), from the one
+ * table core/metrics.def: the same list, index 0 .. dcache_metrics_count()
+ * - 1, for every export.  Each series is one of a metric's label sets; its
+ * labels here are those besides `export`, which the publisher adds
+ * (Ganesha's own per-export value, "export_id=<Export_Id>").  Strings are
+ * static.  Thread-safe. */
+enum dcache_metric_type { DCACHE_METRIC_COUNTER, DCACHE_METRIC_GAUGE, DCACHE_METRIC_HISTOGRAM };
+struct dcache_metric_series {
+	const char *name; /* the metric's: dcache_..._total, ... */
+	const char *help;
+	enum dcache_metric_type type;
+	size_t nlabels;
+	const char *const *label_keys;
+	const char *const *label_values;
+};
+size_t dcache_metrics_count(void) DCACHE_NOEXCEPT;
+/* false for an index out of range. */
+bool dcache_metrics_series(size_t index, struct dcache_metric_series *out) DCACHE_NOEXCEPT;
+
+/* Where a publisher takes what changed: a counter's increase, a gauge's
+ * value, or count observations of one value (microseconds) for a
+ * histogram.  Called with the series' index. */
+struct dcache_metrics_sink {
+	void *ctx;
+	void (*add)(void *ctx, size_t series, uint64_t delta);
+	void (*set)(void *ctx, size_t series, int64_t value);
+	void (*observe)(void *ctx, size_t series, int64_t value_us, uint64_t count);
+};
+
+/* What a publisher has pushed of one export so far: each push hands the
+ * sink what changed since the last (counters as increases, so a stats
+ * reset or an export re-created under the same Export_Id keeps the
+ * published counters monotonic; histogram observations chosen so that
+ * the buckets and the sum match the export's).  Not thread-safe: one
+ * cursor, one publisher thread at a time.  NULL on ENOMEM. */
+struct dcache_metrics_cursor;
+struct dcache_metrics_cursor *dcache_metrics_cursor_new(void) DCACHE_NOEXCEPT;
+void dcache_metrics_cursor_free(struct dcache_metrics_cursor *cursor) DCACHE_NOEXCEPT;
+void dcache_metrics_cursor_push(struct dcache_metrics_cursor *cursor, const struct dcache_export *exp,
+				const struct dcache_metrics_sink *sink) DCACHE_NOEXCEPT;
+/* The export is gone: its gauges to 0; the next push (an export of the
+ * same Export_Id) counts from that export's zero. */
+void dcache_metrics_cursor_end(struct dcache_metrics_cursor *cursor,
+			       const struct dcache_metrics_sink *sink) DCACHE_NOEXCEPT;
 
 /* ---- the server's RPC buffers ------------------------------------------ */
 

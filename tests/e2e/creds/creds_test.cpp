@@ -9,7 +9,7 @@
 // setuid bit (it does so only for a writer without CAP_FSETID, which
 // root has), the data is there, and the created file is 1000:1000.
 //
-// Run through with_server.sh (DCACHE_SERVER, DCACHE_MNT).
+// Run by tests/e2e/test_creds.py (DCACHE_SERVER, DCACHE_MNT).
 #include "nfs_client.hpp"
 
 #include <fcntl.h>
@@ -47,7 +47,7 @@ class creds : public ::testing::TestWithParam<target> {
     _server = env("DCACHE_SERVER");
     _mnt = env("DCACHE_MNT");
     if (_server.empty() || _mnt.empty())
-      GTEST_SKIP() << "run through tests/e2e/with_server.sh (DCACHE_SERVER/DCACHE_MNT unset)";
+      GTEST_SKIP() << "run by tests/e2e/test_creds.py (DCACHE_SERVER/DCACHE_MNT unset)";
     if (geteuid() != 0) GTEST_SKIP() << "needs root to chown files to " << k_uid;
     _rel = "/creds_" + std::to_string(getpid());
     _local = _mnt + "/" + GetParam().dir + _rel;

@@ -14,7 +14,7 @@
 // escape; what plain VFS does is printed and, where it escapes, asserted as
 // the known-vulnerable baseline.
 //
-// Runs under tests/e2e/with_server.sh with escape_exports.conf (MDCACHE
+// Run by tests/e2e/test_escape.py (MDCACHE
 // Entries_HWMark = 200; exports 1 /vfs VFS, 2 /dcache, 3 /dcache/inner,
 // 4 /sib1, 5 /sib2 DCACHE). Every loop is bounded in count and in time.
 #include "escape_common.hpp"

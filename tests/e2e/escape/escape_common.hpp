@@ -38,8 +38,8 @@ inline std::string env_or_die(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') {
     std::fprintf(stderr,
-                 "%s: environment variable %s is not set; run me under "
-                 "tests/e2e/with_server.sh\n",
+                 "%s: environment variable %s is not set; run me through "
+                 "tests/e2e/test_escape.py\n",
                  program_invocation_short_name, name);
     std::exit(2);
   }

@@ -3,7 +3,7 @@
 //
 // Runs inside the e2e harness's network namespace (env DCACHE_SERVER,
 // DCACHE_MNT). Export ids/paths: 1 /vfs (VFS), 2 /dcache (DCACHE over VFS),
-// and from escape_exports.conf 3 /dcache/inner, 4 /sib1, 5 /sib2 (DCACHE).
+// and from tests/e2e/test_escape.py 3 /dcache/inner, 4 /sib1, 5 /sib2 (DCACHE).
 //
 // The core stops ".." only when the object *is* the export's root cache
 // entry (fsal_lookupp: obj == root_obj). MDCACHE keys entries by the

@@ -1,6 +1,6 @@
-// dcache_e2e_crash: the two halves of the crash test (crash_test.sh).
+// dcache_e2e_crash: the two halves of the crash test (tests/e2e/test_modes_crash.py).
 //
-//   dcache_e2e_crash write MANIFEST        (phase 1, under with_server.sh)
+//   dcache_e2e_crash write MANIFEST        (phase 1, against a server)
 //   dcache_e2e_crash verify MANIFEST ROOT  (phase 2: ROOT is where the
 //                                           recovered filesystem is mounted;
 //                                           with a server (DCACHE_SERVER set)
@@ -50,7 +50,7 @@ const char* name_of(stable_how h) {
 int do_write(const std::string& manifest) {
   const std::string server = env_or_empty("DCACHE_SERVER");
   if (server.empty()) {
-    std::fprintf(stderr, "DCACHE_SERVER not set: run under with_server.sh\n");
+    std::fprintf(stderr, "DCACHE_SERVER not set: run through tests/e2e/test_modes_crash.py\n");
     return 2;
   }
   const std::vector<write_case> cases = {

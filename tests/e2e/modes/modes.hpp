@@ -1,6 +1,7 @@
-// The cache-mode end-to-end tests' support: the exports of
-// modes_exports.conf and tmpfs_exports.conf.in, the server and its
-// counters, data patterns, and the skips when a run lacks what a test needs.
+// The cache-mode end-to-end tests' support: their exports (as
+// tests/e2e/test_modes.py builds them, dcache_testbed.exports.MODES), the
+// server and its counters, data patterns, and the skips when a run lacks
+// what a test needs.
 #pragma once
 
 #include <fcntl.h>
@@ -25,7 +26,8 @@ namespace dcache::e2e::modes {
 constexpr std::uint64_t k_page = 4096;
 constexpr std::uint64_t k_mib = 1024 * 1024;
 
-// Mirrors modes_exports.conf and tmpfs_exports.conf.in.
+// The ids and names of dcache_testbed.exports.mode_exports(31, "m_") and
+// mode_exports(41, "t_", count=6) (tests/e2e/test_modes.py): keep them equal.
 struct export_def {
   int id;
   const char* name;  // pseudo path without '/', also the backing directory
@@ -92,16 +94,16 @@ inline std::string describe(const cachestat_result& c) {
 }
 
 // Skips the calling test when the environment lacks what it needs.
-#define REQUIRE_ENV(e)                                                                              \
-  do {                                                                                              \
-    if (server().empty()) {                                                                         \
-      GTEST_SKIP() << "DCACHE_SERVER not set: run under with_server.sh";                            \
-    }                                                                                               \
-    if ((e).tmpfs && env_or_empty("DCACHE_TMPFS").empty()) {                                        \
-      GTEST_SKIP() << (env_or_empty("DCACHE_TMPFS_WHY").empty()                                     \
-                           ? "DCACHE_TMPFS not set: run through run_modes.sh for the tmpfs exports" \
-                           : env_or_empty("DCACHE_TMPFS_WHY"));                                     \
-    }                                                                                               \
+#define REQUIRE_ENV(e)                                                                         \
+  do {                                                                                         \
+    if (server().empty()) {                                                                    \
+      GTEST_SKIP() << "DCACHE_SERVER not set: run by tests/e2e/test_*.py";                     \
+    }                                                                                          \
+    if ((e).tmpfs && env_or_empty("DCACHE_TMPFS").empty()) {                                   \
+      GTEST_SKIP() << (env_or_empty("DCACHE_TMPFS_WHY").empty()                                \
+                           ? "DCACHE_TMPFS not set (tests/e2e/test_modes.py mounts the tmpfs)" \
+                           : env_or_empty("DCACHE_TMPFS_WHY"));                                \
+    }                                                                                          \
   } while (0)
 
 inline std::string param_name(const export_def& e) {

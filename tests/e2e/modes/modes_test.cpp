@@ -1,14 +1,14 @@
 // End-to-end tests of the cache modes: one real
-// ganesha.nfsd with one DCACHE export per mode (modes_exports.conf) and the
-// same modes on a tmpfs (tmpfs_exports.conf.in), driven by libnfs.
+// ganesha.nfsd with one DCACHE export per mode (m_*, modes.hpp) and the
+// same modes on a tmpfs (t_*), driven by libnfs.
 //
 //   1. data integrity in every mode, NFSv3 and NFSv4, aligned and misaligned
 //      offsets and lengths, concurrent writers on disjoint ranges;
 //   2. page-cache residency after WRITE+COMMIT and after READ (cachestat).
 //
-// Stability and fallbacks: modes_stability_test.cpp.  Run by run_modes.sh
-// (which mounts the tmpfs) under with_server.sh.  Measured numbers are
-// printed as lines starting with "MEASURE".
+// Stability and fallbacks: modes_stability_test.cpp.  Run by
+// tests/e2e/test_modes.py (which mounts the tmpfs and builds the server's
+// exports).  Measured numbers are printed as lines starting with "MEASURE".
 #include "modes.hpp"
 
 namespace dcache::e2e::modes {

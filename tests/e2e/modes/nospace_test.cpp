@@ -2,8 +2,8 @@
 // client's WRITEs as plain VFS does - what fits, then NFS3ERR_NOSPC - and
 // keeps what it acknowledged.
 //
-// For /vfs and each DCACHE export of modes_exports.conf in turn, on the
-// harness's filesystem: the free space is set to the same amount (a filler
+// For /vfs and each DCACHE export of the modes tests (m_*) in turn, on the
+// server's filesystem: the free space is set to the same amount (a filler
 // file fallocated outside the exports), then 1 MiB WRITEs are sent back to
 // back, each where the last one's acknowledged bytes end, until one is
 // refused; the raw (status, count) replies are compared with VFS's, in two
@@ -16,10 +16,10 @@
 //     which its last WRITE fills; a direct mode leaves none, so what fits
 //     of its last WRITE is found piece by piece (fallback.h,
 //     smaller_piece), and the two may end a few hundred KiB apart
-//     (docs/configuration.md, "A full filesystem").
+//     (docs/configuration.md, "Out of space").
 // Every byte acknowledged is then read back from the backing file.
 //
-// Run under with_server.sh --exports modes_exports.conf.
+// Run by tests/e2e/test_nospace.py.
 #include <fcntl.h>
 #include <sys/statvfs.h>
 #include <unistd.h>

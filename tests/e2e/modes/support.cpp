@@ -46,7 +46,7 @@ namespace {
 // args; text gets what it printed.
 int dcache_stats(const char* args, std::string& text, std::string& why) {
   if (env_or_empty("DBUS_SYSTEM_BUS_ADDRESS").empty()) {
-    why = "DBUS_SYSTEM_BUS_ADDRESS is not set (run under with_server.sh)";
+    why = "DBUS_SYSTEM_BUS_ADDRESS is not set (run through its tests/e2e/test_*.py)";
     return -EINVAL;
   }
   const std::string cmd = std::string(DCACHE_STATS_TOOL) + " " + args;

@@ -1,6 +1,6 @@
 // NFSv4.1 end-to-end tests: data and "no export escape" over sessions.
 //
-// Runs inside tests/e2e/with_server.sh (env DCACHE_SERVER, DCACHE_MNT):
+// Run by tests/e2e/test_nfs41.py (env DCACHE_SERVER, DCACHE_MNT):
 // exports /vfs (Export_Id 1, plain VFS, $DCACHE_MNT/vfs) and /dcache
 // (Export_Id 2, DCACHE over VFS, $DCACHE_MNT/dcache). Every test runs
 // against both where it makes sense; the backing files are read on the host
@@ -34,8 +34,8 @@ std::string env_or_die(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') {
     std::fprintf(stderr,
-                 "dcache_e2e_nfs41: environment variable %s is not set; run me under "
-                 "tests/e2e/with_server.sh\n",
+                 "dcache_e2e_nfs41: environment variable %s is not set; run me through "
+                 "tests/e2e/test_nfs41.py\n",
                  name);
     std::exit(2);
   }

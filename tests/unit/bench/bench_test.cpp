@@ -162,6 +162,10 @@ TEST(JobParse, PacingPassesAndTruncate)
 	EXPECT_DOUBLE_EQ(s.pass_interval, 8.0);
 	ASSERT_FALSE(db::apply_setting(s, "pass_interval", "0.5"));
 	EXPECT_DOUBLE_EQ(s.pass_interval, 0.5);
+	EXPECT_LT(s.pass_first, 0) << "by default the first pass is one interval after the start";
+	ASSERT_FALSE(db::apply_setting(s, "pass_first", "0"));
+	EXPECT_DOUBLE_EQ(s.pass_first, 0.0);
+	EXPECT_TRUE(db::apply_setting(s, "pass_first", "-1"));
 	ASSERT_FALSE(db::apply_setting(s, "truncate", "1"));
 	EXPECT_TRUE(s.truncate);
 	EXPECT_TRUE(db::apply_setting(s, "thinktime", "-1"));

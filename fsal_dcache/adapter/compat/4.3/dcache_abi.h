@@ -1,10 +1,11 @@
 /*
  * The ABI of Debian's nfs-ganesha 4.3-2 binaries, which this build loads
- * into: layouts read off those binaries (docs/ganesha-releases.md, with
- * the instruction each was read from).  The plugin is built against
- * headers from the source package, not against the binaries; a config.h
- * or header set that does not match Debian's build fails here rather than
- * corrupting memory at run time.  Included by abi.h only.
+ * into: layouts read off those binaries (beside 6.5's in
+ * docs/results/2026-12-01-ganesha-6.5-port.md, section 15).  The plugin
+ * is built against headers from the source package, not against the
+ * binaries; a config.h or header set that does not match Debian's build
+ * fails here rather than corrupting memory at run time.  Included by
+ * abi.h only.
  */
 #ifndef DCACHE_RELEASE_ABI_H
 #define DCACHE_RELEASE_ABI_H

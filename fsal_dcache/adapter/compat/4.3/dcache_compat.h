@@ -28,6 +28,15 @@
 /* Ganesha allocates a READ's buffer itself: NFSv3's with gsh_malloc (16
  * bytes past a page), freed with gsh_free after the reply (nfs3_read.c). */
 #define DCACHE_FSAL_ALLOCATES_READ_BUFFER 0
+/* Ganesha's monitoring registry (monitoring__register_counter ...): none
+ * in Debian's build, so the module registers no metrics (adapter/metrics.c
+ * is not built); dcache-exporter serves them from the DBus statistics. */
+#define DCACHE_HAS_MONITORING 0
+
+/* GetFSALStats (support/export_mgr.c:2811, stats_fsal) looks the module
+ * up (lookup_fsal, a reference) and never puts the reference back; its
+ * fsal_extract_stats call is the only one, so stats.c puts it back there. */
+#define DCACHE_STATS_LOOKUP_KEEPS_REF 1
 
 /* Handles are not put on the FSAL's list. */
 #define DCACHE_HANDLE_INIT(obj, exp, type) fsal_obj_handle_init(obj, exp, type)

@@ -26,6 +26,14 @@
 /* Ganesha asks the FSAL for a READ's buffer (fso_allocate_own_read_buffer:
  * iov[0].iov_base NULL, released through iov_release after the reply). */
 #define DCACHE_FSAL_ALLOCATES_READ_BUFFER 1
+/* No monitoring registry in Debian's build (USE_MONITORING off: no
+ * monitoring symbols in libganesha_nfsd or a library of its): metrics come
+ * from dcache-exporter. */
+#define DCACHE_HAS_MONITORING 0
+/* GetFSALStats (support/export_mgr.c:2694, stats_fsal) looks the module
+ * up (lookup_fsal, a reference) and never puts the reference back; its
+ * fsal_extract_stats call is the only one, so stats.c puts it back there. */
+#define DCACHE_STATS_LOOKUP_KEEPS_REF 1
 
 /* Handles go on the FSAL's list for its destroyer (as FSAL_NULL). */
 #define DCACHE_HANDLE_INIT(obj, exp, type) \

@@ -25,6 +25,14 @@
 /* Ganesha asks the FSAL for a READ's buffer (fso_allocate_own_read_buffer:
  * iov[0].iov_base NULL, released through iov_release after the reply). */
 #define DCACHE_FSAL_ALLOCATES_READ_BUFFER 1
+/* Ganesha's monitoring registry, in libntirpcmonitoring.so.7.2 (ntirpc's
+ * monitoring.h, handles of one pointer): the module registers its metrics
+ * there (adapter/metrics.c), served on Monitoring_Port with Enable_Metrics. */
+#define DCACHE_HAS_MONITORING 1
+/* GetFSALStats (support/export_mgr.c:2695, stats_fsal) looks the module
+ * up (lookup_fsal, a reference) and never puts the reference back; its
+ * fsal_extract_stats call is the only one, so stats.c puts it back there. */
+#define DCACHE_STATS_LOOKUP_KEEPS_REF 1
 
 #define DCACHE_HANDLE_INIT(obj, exp, type) \
 	fsal_obj_handle_init(obj, exp, type, true)

@@ -6,7 +6,8 @@ in force (ganesha-dcache-config(8), docs/configuration.md "Live changes"):
 
   DCACHE: export 2 (/srv/data) created over VFS: IO_Cache_Read = direct, ... (running: io_uring)
   DCACHE: export 2 (/srv/data) updated: IO_Cache_Read = dontcache, ... (running: io_uring)
-  DCACHE: export 2 (/srv/data): IO_Cache_Write = "fast" is not valid; ...; update refused, the export keeps its current settings
+  DCACHE: export 2 (/srv/data): IO_Cache_Write = "fast" is not valid; ...;
+      update refused, the export keeps its current settings
 
 Values are printed as the plugin reads them (modes by name, booleans as
 true/false), so a wanted value is normalised the same way before comparing
@@ -15,7 +16,9 @@ true/false), so a wanted value is normalised the same way before comparing
 import re
 
 # Every DCACHE setting, in the plugin's order, and which of them a live
-# update cannot bring into force (they apply when ganesha.nfsd starts).
+# update cannot bring into force (they apply when ganesha.nfsd starts: the
+# core's export_update, fsal_dcache/core/export_state.cpp; a unit test keeps
+# the two lists equal).
 SETTINGS = ("IO_Cache_Read", "IO_Cache_Write", "Direct_Misaligned_Num_Pages",
             "Direct_Misaligned_Dontcache", "Direct_Misaligned_Memory", "Boundary_Tracking",
             "Boundary_Max_Pages", "Boundary_Max_Age_Ms", "IO_Backend", "IO_Queue_Depth",
@@ -155,10 +158,24 @@ def dcache_restart_only(settings):
     return [n for n in dict(settings) if canonical(n) in RESTART_ONLY]
 
 
+def dcache_needs_restart(changed_settings):
+    """The restart-only settings among those the edit changed
+    ({export id: [names]}), as 'export N: NAME'."""
+    return [f"export {i}: {canonical(n)}" for i, names in dict(changed_settings).items() for n in names
+            if canonical(n) in RESTART_ONLY]
+
+
+def dcache_rolled_heads(hostvars, hosts, this):
+    """The heads of hosts rolled before this one in this run (the role sets
+    dcache_rolled on each head it rolled)."""
+    return [h for h in hosts if h != this and h in hostvars and hostvars[h].get("dcache_rolled")]
+
+
 class FilterModule:
     def filters(self):
         return {"dcache_events": dcache_events, "dcache_last_event": dcache_last_event,
                 "dcache_differs": dcache_differs, "dcache_to_reload": dcache_to_reload,
                 "dcache_reload_answered": dcache_reload_answered,
                 "dcache_reload_problems": dcache_reload_problems, "dcache_running": dcache_running,
-                "dcache_unknown": dcache_unknown, "dcache_restart_only": dcache_restart_only}
+                "dcache_unknown": dcache_unknown, "dcache_restart_only": dcache_restart_only,
+                "dcache_needs_restart": dcache_needs_restart, "dcache_rolled_heads": dcache_rolled_heads}

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Ansible module: set DCACHE settings in the FSAL { Name = DCACHE; } block
-of given exports of a Ganesha configuration file, changing no other byte.
+of given exports of a Ganesha configuration file, and NFS_CORE_PARAM
+settings (core: the metrics' Enable_Metrics and Monitoring_Port), changing
+no other byte.
 
 No stock module fits: lineinfile and replace match lines or regular
 expressions, not "this statement inside the DCACHE block of the EXPORT whose
@@ -31,14 +33,21 @@ options:
     description: [export_id (int) and settings (a dict NAME -> value; bools and ints allowed)]
     type: list
     elements: dict
-    required: true
+    default: []
+  core:
+    description: [NFS_CORE_PARAM settings (a dict NAME -> value), set in the file's one NFS_CORE_PARAM block,
+                  or in one added at its end; Ganesha reads them only when it starts]
+    type: dict
   validate: {description: command run on the candidate file (%s) before it replaces path, type: str}
   backup: {description: keep the previous file beside it (its name is returned), type: bool, default: false}
 """
 
 TOKEN = re.compile(r'''(?P<space>\s+)|(?P<comment>\#[^\n]*)|(?P<punct>[{};=,])|'''
                    r'''(?P<word>"(?:\\.|[^"\\])*"|'[^']*'|[^\s{};=,#"']+)''')
-WORD = re.compile(r"[A-Za-z0-9_]+")
+# a value as one word: a sign is kept, so that dcache-check judges it and
+# says what the setting allows (Direct_Misaligned_Num_Pages = -1); '.' and
+# ':' for addresses (NFS_CORE_PARAM's Monitoring_Addr)
+WORD = re.compile(r"[+-]?[A-Za-z0-9_.:]+")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -124,7 +133,8 @@ def config_value(name, value):
         return "true" if value else "false"
     text = str(value)
     if not WORD.fullmatch(text):
-        raise EditError(f"{name} = {text!r}: a value is one word of letters, digits and '_'")
+        raise EditError(f"{name} = {text!r}: a value is one word of letters, digits, '_', '.' and ':' "
+                        "(ganesha-dcache-config(8) lists what each setting allows)")
     return text
 
 
@@ -143,37 +153,74 @@ def dcache_block(top, export_id):
     return found[0]
 
 
-def edit(text, exports):
-    """Returns (new text, {export_id: [names whose text changed]})."""
+def set_statements(text, block, values, where):
+    """The edits setting values (NAME -> value) in block: a statement's value
+    replaced, a missing one added after anchor (a statement of the block,
+    or, with anchor None, before the block's closing brace); returns
+    (edits, names changed)."""
+    edits, names, added = [], [], ""
+    anchor = block.get("anchor")
+    line_start = text.rfind("\n", 0, anchor["start"]) + 1
+    indent = text[line_start:anchor["start"]]
+    for name, value in values.items():
+        if not NAME.fullmatch(name):
+            raise EditError(f"{name!r} is not a setting name")
+        value = config_value(name, value)
+        found = statements(block, name)
+        if len(found) > 1:
+            raise EditError(f"{name} is set {len(found)} times in {where}")
+        if found:
+            if found[0]["value"] != value:
+                edits.append((found[0]["vstart"], found[0]["vend"], value))
+                names.append(name)
+        elif indent.strip() == "":        # the anchor on a line of its own
+            added += f"\n{indent}{name} = {value};"
+            names.append(name)
+        else:                             # a block on one line
+            added += f" {name} = {value};"
+            names.append(name)
+    if added:
+        edits.append((anchor["end"], anchor["end"], added))
+    return edits, names
+
+
+def core_edits(text, top, values):
+    """The edits setting NFS_CORE_PARAM values: in the file's block, or in a
+    block added at its end when it has none (and no %include, whose file
+    could hold one: Ganesha refuses a second)."""
+    found = blocks(top, "NFS_CORE_PARAM")
+    if len(found) > 1:
+        raise EditError(f"{len(found)} NFS_CORE_PARAM blocks, Ganesha allows 1")
+    if not found:
+        if any(n.get("directive") for n in top):
+            raise EditError("no NFS_CORE_PARAM block here, and the file has %include/%dir/%url lines: "
+                            "set it where the block is (Ganesha allows one)")
+        lines = "".join(f"  {name} = {config_value(name, value)};\n" for name, value in values.items())
+        sep = "" if not text or text.endswith("\n") else "\n"
+        return [(len(text), len(text), f"{sep}NFS_CORE_PARAM {{\n{lines}}}\n")], list(values)
+    block = found[0]
+    if not block["children"]:
+        raise EditError("the NFS_CORE_PARAM block is empty: write one setting in it first")
+    block["anchor"] = block["children"][-1]
+    if "value" not in block["anchor"]:
+        raise EditError("NFS_CORE_PARAM ends with a sub-block: put a setting last")
+    return set_statements(text, block, values, "NFS_CORE_PARAM")
+
+
+def edit(text, exports, core=None):
+    """Returns (new text, {export_id: [names whose text changed]}), with
+    changed["core"] the NFS_CORE_PARAM names when core is given."""
     top = parse_blocks(text)
     edits, changed = [], {}
+    if core:
+        edits, changed["core"] = core_edits(text, top, core)
     for export in exports:
         export_id = export["export_id"]
         block = dcache_block(top, export_id)
-        name_stmt = statements(block, "Name")[0]
-        line_start = text.rfind("\n", 0, name_stmt["start"]) + 1
-        indent = text[line_start:name_stmt["start"]]
-        added, names = "", []
-        for name, value in export["settings"].items():
-            if not NAME.fullmatch(name):
-                raise EditError(f"{name!r} is not a setting name")
-            value = config_value(name, value)
-            found = statements(block, name)
-            if len(found) > 1:
-                raise EditError(f"{name} is set {len(found)} times in EXPORT {export_id}'s DCACHE block")
-            if found:
-                if found[0]["value"] != value:
-                    edits.append((found[0]["vstart"], found[0]["vend"], value))
-                    names.append(name)
-            elif indent.strip() == "":        # `Name = DCACHE;` on a line of its own
-                added += f"\n{indent}{name} = {value};"
-                names.append(name)
-            else:                             # a block on one line
-                added += f" {name} = {value};"
-                names.append(name)
-        if added:
-            edits.append((name_stmt["end"], name_stmt["end"], added))
-        changed[export_id] = names
+        block["anchor"] = statements(block, "Name")[0]   # new settings after `Name = DCACHE;`
+        more, changed[export_id] = set_statements(text, block, export["settings"],
+                                                  f"EXPORT {export_id}'s DCACHE block")
+        edits += more
     for start, end, new in sorted(edits, key=lambda e: e[0], reverse=True):
         text = text[:start] + new + text[end:]
     return text, changed
@@ -202,7 +249,8 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "path": {"type": "path", "required": True},
-            "exports": {"type": "list", "elements": "dict", "required": True},
+            "exports": {"type": "list", "elements": "dict", "default": []},
+            "core": {"type": "dict"},
             "validate": {"type": "str"},
             "backup": {"type": "bool", "default": False},
         },
@@ -216,7 +264,7 @@ def main():
             old_bytes = f.read()
         # surrogateescape: bytes that are not UTF-8 are written back as they were
         old = old_bytes.decode("utf-8", "surrogateescape")
-        new, changed = edit(old, exports)
+        new, changed = edit(old, exports, module.params["core"])
     except (EditError, OSError) as e:
         module.fail_json(msg=f"{path}: {e}")
     result = {"changed": new != old, "path": path,
