@@ -5,9 +5,11 @@
 #   ci/package.sh [--ganesha X] [OUT_DIR]    (or DCACHE_GANESHA=X; ci/release.sh)
 #     the .deb lands in OUT_DIR (default build/deb, for X build-X/deb)
 # The tree is copied (the files git tracks or would track) to
-# .cache/deb[-X]/src so that dpkg-buildpackage's output stays out of the
-# repository's parent directory; Ganesha's source tree (headers only) is
-# linked in from .cache/, where ci/setup.sh fetched it.
+# build[-X]/deb-work/src so that dpkg-buildpackage's output stays out of
+# the repository's parent directory (in the checkout's own build dir:
+# checkouts that share one .cache build side by side); Ganesha's source
+# tree (headers only) is linked in from .cache/, where ci/setup.sh
+# fetched it.
 #
 # 4.3 (the default): Debian 12's nfs-ganesha on this machine, version as in
 # debian/changelog (0.1.0). Another release: built, and checked with its
@@ -25,11 +27,7 @@ prog=${0##*/}
 . "$top/ci/release.sh"
 release_parse_ganesha "$@" || exit 2
 set -- "${release_rest[@]+"${release_rest[@]}"}"
-if [ -n "$release_root" ]; then
-  default_out=$release_build_dir/deb work=$top/.cache/deb-$release
-else
-  default_out=$top/build/deb work=$top/.cache/deb
-fi
+default_out=$release_build_dir/deb work=$release_build_dir/deb-work
 [ -n "${DCACHE_SKIP_SETUP:-}" ] || "$top/ci/setup.sh" --ganesha "$release"
 out=$(mkdir -p "${1:-$default_out}" && cd "${1:-$default_out}" && pwd)
 

@@ -44,7 +44,7 @@ packages=(
   util-linux procps gnuplot-nox python3
   # the end-to-end tests and the Python tools' tests (pytest), Python lint
   python3-pytest flake8
-  # the threads of a server that will not stop, in the test's log (ci/server.sh)
+  # the threads of a server that will not stop, in the test's log (tools/dcache_testbed/procs.py)
   gdb
   # the Ansible role deploy/ansible and its cluster test: Debian's ansible, not
   # ansible-core alone, for the community.docker collection's nsenter

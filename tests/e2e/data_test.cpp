@@ -8,8 +8,8 @@
 // read back from the reference, and the backing files read directly from
 // the XFS filesystem under DCACHE_MNT.
 //
-// Run through tests/e2e/with_server.sh, which provides DCACHE_SERVER and
-// DCACHE_MNT.
+// Run by tests/e2e/test_data.py against a testbed server, which provides
+// DCACHE_SERVER and DCACHE_MNT.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -89,7 +89,7 @@ class data_test : public ::testing::TestWithParam<param> {
     _server = env_or_empty("DCACHE_SERVER");
     _mnt = env_or_empty("DCACHE_MNT");
     ASSERT_FALSE(_server.empty() || _mnt.empty())
-        << "DCACHE_SERVER and DCACHE_MNT are unset: run this binary through tests/e2e/with_server.sh";
+        << "DCACHE_SERVER and DCACHE_MNT are unset: run this binary through tests/e2e/test_data.py";
     _version = std::get<0>(GetParam());
     _target = open_side(std::get<1>(GetParam()));
     _reference = open_side("/vfs");

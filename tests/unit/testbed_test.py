@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 # pylint: disable=wrong-import-position
-from dcache_testbed import cgroups, exports, gtest, matrix, releases, stats  # noqa: E402
+from dcache_testbed import cgroups, exports, freshroot, gtest, matrix, releases, stats  # noqa: E402
 
 
 def test_a_dcache_export_stacks_on_vfs_with_its_settings_in_order():
@@ -143,3 +143,15 @@ def test_a_cgroup_hierarchy_is_found_by_its_controller_in_mountinfo():
     assert cgroups.hierarchy("net_prio", MOUNTINFO) == "/sys/fs/cgroup/net cls"
     assert cgroups.hierarchy("blkio", MOUNTINFO) == "", "no blkio hierarchy is mounted"
     assert cgroups.hierarchy("cpuacct", MOUNTINFO) == "", "cpu's hierarchy is not cpuacct's"
+
+
+def test_a_fresh_root_takes_the_archive_of_this_machines_own_suite():
+    sources = ("Types: deb deb-src\nURIs: http://security.example/debian-security\nSuites: bookworm-security\n\n"
+               "Types: deb deb-src\nURIs: http://mirror.example/debian/\nSuites: bookworm bookworm-updates\n"
+               "Components: main\n")
+    assert freshroot.archive_uri("bookworm", sources) == "http://mirror.example/debian"
+    assert freshroot.archive_uri("trixie", sources) == ""
+    listed = "deb-src http://a/debian bookworm main\ndeb [arch=amd64] http://b/debian/ bookworm main\n"
+    assert freshroot.archive_uri("bookworm", "", listed) == "http://b/debian"
+    assert freshroot.archive_uri("bookworm", "Types: deb-src\nURIs: http://c\nSuites: bookworm\n", listed) \
+        == "http://b/debian"

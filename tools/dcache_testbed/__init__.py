@@ -14,6 +14,7 @@ benchmark: the one library that starts and stops them.
   gtest      the C++ end-to-end programs run against a server, judged
   matrix     the server variants: filesystem x backend x RWF_DONTCACHE
   cgroups    cgroup v1 groups for a server (a memory limit, a device throttle)
+  freshroot  a new Debian root of a suite, as a new machine has it
 
 Everything a server needs is made when it starts and undone when it stops,
 also when a step fails, in the reverse order (contextlib.ExitStack): loop

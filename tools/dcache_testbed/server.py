@@ -142,7 +142,8 @@ class Namespace:
     mount namespace binding /run, /proc, /dev, the state dir and binds into
     it. run()/popen() enter them."""
 
-    def __init__(self, stack, state, net=None, release=None, keep_loopdevs=(), binds=(), mount_at=None):
+    def __init__(self, stack, state, net=None, release=None, keep_loopdevs=(), binds=(), mount_at=None,
+                 child_args=None):
         self.net = net
         self.holder = None
         root = release.root if release else ""
@@ -166,7 +167,7 @@ class Namespace:
         argv += [arg for d in binds for arg in ("--bind", d)]
         argv += ["--mount-at", *mount_at] if mount_at else []
         env = dict(os.environ, PYTHONPATH=TOOLS)
-        self.holder = Child(argv, "namespace holder", env=env)
+        self.holder = Child(argv, "namespace holder", env=env, **(child_args or {}))
         stack.callback(self.holder.stop)
         wait_for(lambda: os.path.exists(ready), 10, "the namespace holder", alive=self.holder.alive)
         os.unlink(ready)
@@ -176,6 +177,21 @@ class Namespace:
         if not self.prefix:
             return list(argv)
         return self.prefix + [f"--wd={cwd or os.getcwd()}", "--"] + list(argv)
+
+
+def port_listeners(port):
+    """What listens on TCP port in the caller's network ("" when nothing)."""
+    out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True,
+                         check=True).stdout
+    return " ".join(out.split()) if out.strip() else ""
+
+
+def system_bus_free(run):
+    """Whether the system bus answers with no org.ganesha.nfsd on it (run:
+    a Server.run, the check in the server's namespaces)."""
+    res = run(["dbus-send", "--system", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+               "org.freedesktop.DBus.NameHasOwner", "string:org.ganesha.nfsd"], check=False, quiet=True, timeout=10)
+    return res.returncode == 0 and "boolean false" in res.stdout
 
 
 def note_root_dir(stack, root, path):
@@ -234,12 +250,29 @@ class Server:
                  rpcbind and ganesha.nfsd start in them (a network to join)
     root_binds   more directories a release's root sees at the same path
                  (what exports= does not name: exports kept in RADOS)
+    host_net     on the caller's network and /run, in no network namespace
+                 (a server a person connects to: the demo): refuses to start
+                 when something listens on port 2049; rpcbind is the
+                 machine's when one answers, the bus the system bus when one
+                 runs and no other ganesha.nfsd owns org.ganesha.nfsd there
+                 (bus ""), else its own; a Bind_addr goes in core_lines
+    own_group    every process it starts in a process group of its own: a
+                 terminal's Ctrl-C (SIGINT to the foreground group) reaches
+                 the caller alone, which stops them in order
+    state_dir    the state dir to use and keep (made if missing), instead of
+                 a new one removed at the end: with image= in it, what the
+                 next server there starts from (the demo's ./state)
+    dirs         directories made on the filesystem (relative to mnt, or
+                 absolute below mount_at) before the server starts: the
+                 paths of exports it reads from elsewhere (conf_extra's
+                 %include of an installed file)
     """
 
     def __init__(self, release=None, exports=None, conf_extra="", fs="xfs", image_size="2G", image=None,
                  extra_fs=None, backend=None, plugin=None, stock=False, mount_at=None, core_lines=(),
                  ganesha_env=None, log_level="DEBUG", timeout=30, wait_pseudo="/vfs", keep=False,
-                 nfsv4_lines=None, shared_fs=None, on_namespace=None, root_binds=()):
+                 nfsv4_lines=None, shared_fs=None, on_namespace=None, root_binds=(),
+                 host_net=False, own_group=False, state_dir=None, dirs=()):
         self.release = release or releases.select()
         self.exports = list(exportlib.default_exports() if exports is None else exports)
         self.conf_extra, self.fs, self.image_size, self.image = conf_extra, fs, image_size, image
@@ -249,6 +282,10 @@ class Server:
         self.wait_pseudo, self.keep = wait_pseudo, keep
         self.nfsv4_lines, self.shared_fs, self.on_namespace = nfsv4_lines, shared_fs, on_namespace
         self.root_binds = list(root_binds)
+        self.host_net = host_net
+        self.child_args = {"process_group": 0} if own_group else {}
+        self.state_dir = state_dir
+        self.dirs = list(dirs)
         self.plugin = plugin or (os.environ.get("DCACHE_PLUGIN") if not self.release.root else None) \
             or self.release.plugin
         self.stack = contextlib.ExitStack()
@@ -281,7 +318,12 @@ class Server:
         DCACHE_PID, DCACHE_LOOPDEV, DCACHE_EXTRA_LOOPDEV and the bus."""
         return {"DCACHE_SERVER": "127.0.0.1", "DCACHE_MNT": self.mnt, "DCACHE_STATE": self.state,
                 "DCACHE_LOG": self.log_path, "DCACHE_PID": str(self.pid), "DCACHE_LOOPDEV": self.loopdev,
-                "DCACHE_EXTRA_LOOPDEV": self.extra_loopdev, "DBUS_SYSTEM_BUS_ADDRESS": self.bus}
+                "DCACHE_EXTRA_LOOPDEV": self.extra_loopdev, **self.bus_env()}
+
+    def bus_env(self):
+        """DBUS_SYSTEM_BUS_ADDRESS of its private bus (nothing on the
+        system bus, which the caller's environment names)."""
+        return {"DBUS_SYSTEM_BUS_ADDRESS": self.bus} if self.bus else {}
 
     # ----------------------------------------------------------- config --
     def conf_text(self, exports=None, conf_extra=None):
@@ -326,11 +368,21 @@ class Server:
             raise ServerError("the server needs root (loop devices, mounts, namespaces)")
         if r.root and not os.access(r.root + "/usr/bin/ganesha.nfsd", os.X_OK):
             raise ServerError(f"Ganesha {r.name}: no ganesha.nfsd in {r.root} (run {r.setup_command})")
-        self.state = tempfile.mkdtemp(prefix="dcache-e2e.", dir=os.environ.get("TMPDIR", "/tmp"))
-        os.chmod(self.state, 0o755)
-        self.stack.callback(self._remove_state)
+        if self.host_net:
+            listening = port_listeners(2049)
+            if listening:
+                raise ServerError(f"port 2049 is already in use (another NFS server?): {listening}")
+        if self.state_dir:
+            self.state = os.path.abspath(self.state_dir)
+            os.makedirs(self.state, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self.state, "ganesha.log"))  # the previous server's
+        else:
+            self.state = tempfile.mkdtemp(prefix="dcache-e2e.", dir=os.environ.get("TMPDIR", "/tmp"))
+            os.chmod(self.state, 0o755)
+            self.stack.callback(self._remove_state)
         self.mnt = os.path.join(self.state, "mnt")
-        os.makedirs(os.path.join(self.state, "recov"))
+        os.makedirs(os.path.join(self.state, "recov"), exist_ok=True)
         if self.shared_fs:
             self.mnt, self.loopdev = self.shared_fs
         else:
@@ -347,10 +399,12 @@ class Server:
         self.extra_loopdev = self.extra_loopdevs[extra[0][0]] if extra else ""
         if not self.stock:
             self._plugin_dir()
+        for d in self.dirs:
+            self._make_export_dir(d if os.path.isabs(d) else os.path.join(self.mnt, d))
         self.write_conf()
-        net = f"dcache-e2e-{os.getpid()}-{os.path.basename(self.state).split('.')[-1]}"
+        net = None if self.host_net else f"dcache-e2e-{os.getpid()}-{os.path.basename(self.state).split('.')[-1]}"
         self.ns = Namespace(self.stack, self.state, net, r, loopdevs, self._root_binds(),
-                            (self.mount_at, self.mnt) if self.mount_at else None)
+                            (self.mount_at, self.mnt) if self.mount_at else None, self.child_args)
         if self.on_namespace:
             self.on_namespace(self)
         self._daemons()
@@ -364,7 +418,8 @@ class Server:
 
     def _plugin_dir(self):
         r, d = self.release, self.plugins_dir
-        os.makedirs(d, exist_ok=True)
+        shutil.rmtree(d, ignore_errors=True)  # a kept state dir's, from an earlier server
+        os.makedirs(d)
         for module in ("libfsalvfs.so", "libfsalnull.so"):
             if os.path.exists(r.in_root(os.path.join(releases.FSAL_DIR, module))):
                 os.symlink(os.path.join(releases.FSAL_DIR, module), os.path.join(d, module))
@@ -395,19 +450,27 @@ class Server:
         return sorted(binds)
 
     def _daemons(self):
-        rpcbind = Child(self.ns.argv(["rpcbind", "-f", "-w"]), "rpcbind")
-        self.stack.callback(rpcbind.stop)
-        wait_for(lambda: self.run(["rpcinfo", "-p", "127.0.0.1"], check=False, quiet=True).returncode == 0,
-                 5, "rpcbind answering", alive=rpcbind.alive)
+        def rpcbind_answers():
+            return self.run(["rpcinfo", "-p", "127.0.0.1"], check=False, quiet=True).returncode == 0
+        if not (self.host_net and rpcbind_answers()):
+            rpcbind = Child(self.ns.argv(["rpcbind", "-f", "-w"]), "rpcbind", **self.child_args)
+            self.stack.callback(rpcbind.stop)
+            wait_for(rpcbind_answers, 5, "rpcbind answering", alive=rpcbind.alive)
+        if self.host_net and system_bus_free(self.run):
+            self.bus = ""
+            return
         sock_dir = os.path.join(self.state, "dbus")
         os.makedirs(sock_dir, exist_ok=True)
         sock = os.path.join(sock_dir, "system_bus_socket")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(sock)  # a kept state dir's, from a server killed outright
         conf = os.path.join(self.state, "dbus.conf")
         with open(conf, "w", encoding="utf-8") as f:
             f.write(private_dbus_conf(sock))
         with open(os.path.join(self.state, "dbus.log"), "wb") as log:
             dbus = Child(self.ns.argv(["dbus-daemon", f"--config-file={conf}", "--nofork", "--nopidfile",
-                                       "--nosyslog"]), "dbus-daemon", stdout=log, stderr=subprocess.STDOUT)
+                                       "--nosyslog"]), "dbus-daemon", stdout=log, stderr=subprocess.STDOUT,
+                         **self.child_args)
         self.stack.callback(dbus.stop)
         wait_for(lambda: os.path.exists(sock), 5, "dbus-daemon's socket", alive=dbus.alive)
         self.bus = f"unix:path={sock}"
@@ -417,10 +480,10 @@ class Server:
         stop_ganesha: the same state, filesystem and namespaces)."""
         r = self.release
         nfsd = ["chroot", r.root, "/usr/bin/ganesha.nfsd"] if r.root else ["ganesha.nfsd"]
-        env = [f"{k}={v}" for k, v in {"DBUS_SYSTEM_BUS_ADDRESS": self.bus, **self.ganesha_env}.items()]
+        env = [f"{k}={v}" for k, v in {**self.bus_env(), **self.ganesha_env}.items()]
         argv = ["env"] + env + nfsd + [
             "-F", "-L", self.log_path, "-f", self.conf_path, "-p", os.path.join(self.state, "ganesha.pid")]
-        self.ganesha = Child(self.ns.argv(argv), f"ganesha.nfsd {r.name}", grace=20)
+        self.ganesha = Child(self.ns.argv(argv), f"ganesha.nfsd {r.name}", grace=20, **self.child_args)
         self.stopped_status = None
         if wait:
             self.wait_serving()
@@ -462,7 +525,7 @@ class Server:
     def run(self, argv, check=True, quiet=False, timeout=None, env=None, stdin_text=None, cwd=None):
         """argv in the server's namespaces, with env() added; its output
         captured (stdout, stderr as text) and echoed unless quiet."""
-        full_env = dict(os.environ, **(self.env() if self.ganesha else {"DBUS_SYSTEM_BUS_ADDRESS": self.bus}))
+        full_env = dict(os.environ, **(self.env() if self.ganesha else self.bus_env()))
         full_env.update(env or {})
         res = subprocess.run(self.ns.argv(argv, cwd), capture_output=True, text=True, timeout=timeout,
                              env=full_env, input=stdin_text, check=False)
@@ -478,7 +541,7 @@ class Server:
         a Child stopped with the server."""
         full_env = dict(os.environ, **self.env())
         full_env.update(env or {})
-        child = Child(self.ns.argv(argv), os.path.basename(argv[0]), env=full_env, **kw)
+        child = Child(self.ns.argv(argv), os.path.basename(argv[0]), env=full_env, **{**self.child_args, **kw})
         self.stack.callback(child.stop)
         return child
 
