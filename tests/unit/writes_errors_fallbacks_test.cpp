@@ -208,6 +208,37 @@ TEST_F(request_path, a_payload_meeting_dio_mem_align_is_not_copied)
 	}
 }
 
+// Where a copy is needed it costs the copy and nothing else: the bounce
+// buffer a direct WRITE or READ gave back is the one the next takes (no
+// mapping, fault or zeroing per request), counted as reused.
+TEST_F(request_path, bounce_buffers_are_reused_request_after_request)
+{
+	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
+	(void)dcache::io::bounce_trim(); // none left over: the first is mapped
+	constexpr std::size_t k_len = std::size_t{1} << 20;
+	constexpr int k_requests = 4;
+	payload p(k_len, 16); // glibc's chunk header: misaligned
+	std::vector<std::uint8_t> back(k_len + 16);
+	for (int i = 0; i < k_requests; ++i) {
+		ASSERT_EQ(write(static_cast<std::uint64_t>(i) * k_len, p).bytes, k_len);
+		ASSERT_EQ(read(static_cast<std::uint64_t>(i) * k_len, back.data() + 16, k_len).bytes, k_len);
+		EXPECT_TRUE(std::equal(back.begin() + 16, back.end(), p.bytes().begin()));
+	}
+	EXPECT_EQ(stat_of(exp, "write_bounce_copies"), std::uint64_t{k_requests});
+	EXPECT_EQ(stat_of(exp, "read_bounce_copies"), std::uint64_t{k_requests});
+	EXPECT_EQ(stat_of(exp, "bounce_buffers_mapped"), 1u) << "one buffer, mapped once";
+	EXPECT_EQ(stat_of(exp, "bounce_buffers_reused"), std::uint64_t{2 * k_requests - 1});
+	const auto w = fb.calls_of(op_kind::write);
+	const auto r = fb.calls_of(op_kind::read);
+	ASSERT_EQ(w.size(), std::size_t{k_requests});
+	ASSERT_EQ(r.size(), std::size_t{k_requests});
+	for (const auto &c : w)
+		EXPECT_EQ(c.iov0, w[0].iov0) << "every WRITE issued from the same buffer";
+	for (const auto &c : r)
+		EXPECT_EQ(c.iov0, w[0].iov0) << "and every READ read into it";
+	EXPECT_NE(w[0].iov0, p.data());
+}
+
 // ---- short transfers and errors -------------------------------------------
 
 TEST_F(request_path, short_middle_reports_exactly_what_was_written_and_stops)
