@@ -179,6 +179,12 @@ fsal_status_t dcache_lookup(struct fsal_obj_handle *parent, const char *name,
 /* stats.c */
 void dcache_stats_init(struct fsal_module *module);
 
+/* rpc_buffers.c: the RPC library's large buffers from the core's pool
+ * while the module is loaded. */
+void dcache_rpc_buffers_install(void);
+bool dcache_rpc_buffers_installed(void);
+void dcache_rpc_buffers_remove(void);
+
 /* metrics.c: the export's series in Ganesha's monitoring registry (only
  * where it has one; elsewhere nothing). */
 #if DCACHE_HAS_MONITORING

@@ -147,10 +147,21 @@ DCACHE_EXPORT_FORWARD(fsal_status_t, host_to_key,
 		      (struct fsal_export *exp_hdl,
 		       struct gsh_buffdesc *fh_desc),
 		      fh_desc)
-DCACHE_EXPORT_FORWARD(bool, fs_supports,
-		      (struct fsal_export *exp_hdl,
-		       fsal_fsinfo_options_t option),
-		      option)
+/* VFS's answers, and (6.x) that DCACHE allocates a READ's buffer itself
+ * (file.c, read_buffer). */
+static bool dcache_fs_supports(struct fsal_export *exp_hdl,
+			       fsal_fsinfo_options_t option)
+{
+#if DCACHE_FSAL_ALLOCATES_READ_BUFFER
+	if (option == fso_allocate_own_read_buffer)
+		return true;
+#endif
+	{
+		DCACHE_SUB_SCOPE(exp_hdl);
+		return exp_hdl->sub_export->exp_ops.fs_supports(
+			exp_hdl->sub_export, option);
+	}
+}
 DCACHE_EXPORT_FORWARD(uint64_t, fs_maxfilesize, (struct fsal_export *exp_hdl))
 DCACHE_EXPORT_FORWARD(uint32_t, fs_maxread, (struct fsal_export *exp_hdl))
 DCACHE_EXPORT_FORWARD(uint32_t, fs_maxwrite, (struct fsal_export *exp_hdl))

@@ -322,6 +322,62 @@ refused: /* before the core saw the request */
 	done_cb(obj, status, arg, caller_arg);
 }
 
+/*
+ * A direct READ lands in the reply's buffer without a bounce copy only if
+ * that buffer meets the device's memory alignment (512 bytes on virtio and
+ * loop devices).  Large ones are page-aligned here: on 6.x DCACHE allocates
+ * the buffer (from the RPC buffer pool, reused, given back through
+ * iov_release after the reply); on 4.3 an NFSv3 READ's own buffer (from
+ * gsh_malloc, 16 bytes past a page, freed with gsh_free after the reply:
+ * nfs3_read.c) is replaced by a page-aligned one freed the same way, for a
+ * direct export.  NFSv4's READ buffer is page-aligned already; 9P's points
+ * into its reply and is left alone.
+ */
+#if DCACHE_FSAL_ALLOCATES_READ_BUFFER
+static void read_buffer_release(void *p)
+{
+	if (!dcache_rpc_buffer_put(p))
+		gsh_free(p);
+}
+
+static void read_buffer(struct dcache_fsal_export *exp, struct fsal_io_arg *arg)
+{
+	size_t len;
+	void *p = NULL;
+
+	(void)exp;
+	if (arg->iov_count != 1 || arg->iov[0].iov_base != NULL)
+		return; /* the caller's own */
+	len = arg->iov[0].iov_len;
+	if (len >= DCACHE_RPC_BUFFER_MIN)
+		p = dcache_rpc_buffer_get(len, DCACHE_RPC_START);
+	if (p == NULL)
+		p = gsh_malloc_aligned(4096, len > 0 ? len : 1);
+	arg->iov[0].iov_base = p;
+	arg->iov_release = read_buffer_release;
+	arg->release_data = p;
+}
+#else
+static void read_buffer(struct dcache_fsal_export *exp, struct fsal_io_arg *arg)
+{
+	size_t len;
+	void *p;
+
+	if (op_ctx->req_type != NFS_REQUEST || op_ctx->nfs_vers != NFS_V3 ||
+	    arg->iov_count != 1)
+		return;
+	len = arg->iov[0].iov_len;
+	if (len < DCACHE_RPC_BUFFER_MIN ||
+	    ((uintptr_t)arg->iov[0].iov_base & 4095) == 0 ||
+	    dcache_export_settings(exp->core).io_cache_read !=
+		    DCACHE_MODE_DIRECT)
+		return;
+	p = gsh_malloc_aligned(4096, (len + 3) & ~(size_t)3);
+	gsh_free(arg->iov[0].iov_base);
+	arg->iov[0].iov_base = p;
+}
+#endif
+
 void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
 		  fsal_async_cb done_cb, struct fsal_io_arg *arg,
 		  void *caller_arg)
@@ -336,6 +392,7 @@ void dcache_read2(struct fsal_obj_handle *obj, bool bypass,
 		done_cb(obj, fsalstat(ERR_FSAL_NOTSUPP, 0), arg, caller_arg);
 		return;
 	}
+	read_buffer(dcache_ctx_export(), arg);
 	start_io(obj, bypass, done_cb, arg, caller_arg, false);
 }
 

@@ -67,6 +67,11 @@ static fsal_status_t dcache_init_config(struct fsal_module *module,
 	(void)err_type;
 	LogInfo(COMPONENT_FSAL, "DCACHE: module loaded (FSAL API %d.%d)",
 		FSAL_MAJOR_VERSION, FSAL_MINOR_VERSION);
+	LogInfo(COMPONENT_FSAL, "DCACHE: RPC buffers of %zu KiB and more %s",
+		DCACHE_RPC_BUFFER_MIN >> 10,
+		dcache_rpc_buffers_installed()
+			? "page-aligned and reused"
+			: "left to Ganesha (DCACHE_RPC_BUFFERS=0, or no ntirpc table)");
 	return fsalstat(ERR_FSAL_NO_ERROR, 0);
 }
 
@@ -85,11 +90,13 @@ MODULE_INIT void dcache_module_init(void)
 	dcache_handle_ops_init(&dcache_module.handle_ops);
 	dcache_stats_init(module);
 	dcache_set_log(dcache_log);
+	dcache_rpc_buffers_install();
 }
 
 MODULE_FINI void dcache_module_fini(void)
 {
 	dcache_metrics_shutdown();
+	dcache_rpc_buffers_remove();
 	if (unregister_fsal(&dcache_module.module) != 0)
 		fprintf(stderr,
 			"DCACHE: failed to unregister the FSAL module\n");

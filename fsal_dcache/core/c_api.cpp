@@ -10,6 +10,7 @@
 
 #include "commit_op.h"
 #include "dcache_io/backend_factory.h"
+#include "dcache_io/rpc_buffers.h"
 #include "export_state.h"
 #include "file_state.h"
 #include "log.h"
@@ -289,6 +290,23 @@ void dcache_stats_reset(struct dcache_export *exp) noexcept
 void dcache_set_log(dcache_log_fn fn) noexcept
 {
 	set_log(fn);
+}
+
+void *dcache_rpc_buffer_get(size_t size, enum dcache_rpc_place place) noexcept
+{
+	static_assert(DCACHE_RPC_BUFFER_MIN == dcache::io::k_rpc_min);
+	return dcache::io::rpc_buffer_get(size, place == DCACHE_RPC_END ? dcache::io::rpc_place::end
+									: dcache::io::rpc_place::start);
+}
+
+bool dcache_rpc_buffer_put(void *p) noexcept
+{
+	return dcache::io::rpc_buffer_put(p);
+}
+
+size_t dcache_rpc_buffer_size(const void *p) noexcept
+{
+	return dcache::io::rpc_buffer_size(p);
 }
 
 } // extern "C"

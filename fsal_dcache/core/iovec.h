@@ -5,7 +5,7 @@
 // Thread-safety: pure functions; an aligned_buffer belongs to one request.
 #pragma once
 
-#include "dcache_io/bounce_pool.h"
+#include "dcache_io/backend.h"
 #include "page.h"
 
 #include <sys/uio.h>
@@ -19,30 +19,38 @@
 
 namespace dcache::core {
 
-// Scratch memory for direct I/O, page-aligned, from the bounce pool
-// (bounce_pool.h), given back on scope exit.
+// Scratch memory for direct I/O, page-aligned, from the backend
+// (backend::bounce_get: registered with its ring where it can be), given
+// back on scope exit.  The backend must outlive it.
 class aligned_buffer {
 public:
-	aligned_buffer() = default;
+	explicit aligned_buffer(io::backend &b) noexcept : _backend(&b) {}
 	aligned_buffer(const aligned_buffer &) = delete;
 	aligned_buffer &operator=(const aligned_buffer &) = delete;
-	~aligned_buffer() { io::bounce_put(_p, _len); }
+	~aligned_buffer()
+	{
+		if (_b.data != nullptr)
+			_backend->bounce_put(_b);
+	}
 
 	// align: the device's memory alignment; a page covers every one
 	// Linux has (beyond a page the request is refused).
 	[[nodiscard]] bool allocate(std::size_t align, std::size_t len) noexcept
 	{
-		if (align > k_page_size || _p != nullptr)
+		if (align > k_page_size || _b.data != nullptr)
 			return false;
-		_len = std::max<std::size_t>(len, 1);
-		_p = io::bounce_get(_len);
-		return _p != nullptr;
+		_b = _backend->bounce_get(std::max<std::size_t>(len, 1));
+		return _b.data != nullptr;
 	}
-	[[nodiscard]] std::uint8_t *data() const noexcept { return static_cast<std::uint8_t *>(_p); }
+	[[nodiscard]] std::uint8_t *data() const noexcept { return static_cast<std::uint8_t *>(_b.data); }
+	// The buffer's registered index (request::buf_index), or -1.
+	[[nodiscard]] int index() const noexcept { return _b.index; }
+	// It was mapped before: reused, no page fault.
+	[[nodiscard]] bool reused() const noexcept { return _b.reused; }
 
 private:
-	void *_p = nullptr;
-	std::size_t _len = 0;
+	io::backend *_backend;
+	io::bounce_buffer _b;
 };
 
 [[nodiscard]] inline std::size_t iov_total(const struct iovec *iov, int n) noexcept

@@ -141,8 +141,10 @@ void read_op::finish_direct(io::result &r, bool &eof) noexcept
 {
 	if (!_bounce) {
 		eof = r.ok() && r.bytes < _total;
-		if (r.ok())
+		if (r.ok()) {
 			add(stat::read_direct_bytes, r.bytes);
+			add(stat::read_unbounced_bytes, r.bytes);
+		}
 		return;
 	}
 	if (r.ok()) {
@@ -155,6 +157,7 @@ void read_op::finish_direct(io::result &r, bool &eof) noexcept
 		eof = r.bytes < _step.length && pad + n >= r.bytes;
 		add(stat::read_bounce_copies);
 		add(stat::read_direct_bytes, n);
+		add(stat::read_bounced_bytes, n);
 		r.bytes = n;
 	}
 	_bounce.reset();

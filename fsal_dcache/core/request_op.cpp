@@ -90,6 +90,8 @@ void request_op::submit(io::request &req) noexcept
 		complete(run_now(req));
 		return;
 	}
+	if (req.buf_index >= 0)
+		add(stat::bounce_steps_fixed);
 	backend().submit(req, *this);
 }
 
@@ -122,9 +124,10 @@ request_op::bounce_result request_op::bounce(std::uint64_t length, bool copy_in)
 	if (!_bounce) {
 		if (!holds_place())
 			return bounce_result::needs_place;
-		auto buf = std::make_unique<aligned_buffer>();
+		auto buf = std::make_unique<aligned_buffer>(backend());
 		if (!buf->allocate(_f.caps.dio.mem_align, length))
 			return bounce_result::no_memory;
+		add(buf->reused() ? stat::bounce_buffers_reused : stat::bounce_buffers_mapped);
 		if (copy_in) {
 			gather(_cur, buf->data());
 			add(stat::write_bounce_copies);
@@ -237,6 +240,9 @@ io::request request_op::rw_request(io::op_kind op, int fd, std::uint64_t off, in
 	req.iov_count = static_cast<int>(_cur.size());
 	req.rwf = rwf;
 	req.personality = _creds.personality();
+	// Through the bounce buffer: its registered index, if it has one.
+	if (_bounce && _cur.size() == 1 && _cur[0].iov_base == _bounce->data())
+		req.buf_index = _bounce->index();
 	return req;
 }
 

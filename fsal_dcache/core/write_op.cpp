@@ -272,6 +272,7 @@ void write_op::on_step_result(io::result r)
 		_bounce.reset(); // the middle completed: its copy is no longer lent out
 		if (r.ok()) {
 			add(stat::write_direct_bytes, r.bytes);
+			add(st.bounce ? stat::write_bounced_bytes : stat::write_unbounced_bytes, r.bytes);
 			// A filesystem that may have written part of it through
 			// the page cache (btrfs), with no RWF_DONTCACHE to drop
 			// it: written back and dropped after the reply.

@@ -11,22 +11,25 @@
 
 namespace dcache::io {
 
+std::size_t bounce_class_of(std::size_t len) noexcept
+{
+	const std::size_t size = std::bit_ceil(len < k_bounce_min_class ? k_bounce_min_class : len);
+	const auto c = static_cast<std::size_t>(std::countr_zero(size) - std::countr_zero(k_bounce_min_class));
+	return c < k_bounce_classes ? c : k_bounce_classes;
+}
+
 namespace {
 
-constexpr std::size_t k_min_class = std::size_t{64} << 10; // 64 KiB
-constexpr std::size_t k_classes = 10;			   // 64 KiB .. 32 MiB
+constexpr std::size_t k_classes = k_bounce_classes;
 
-// The class of len, or k_classes when len is too big to keep.
 std::size_t class_of(std::size_t len) noexcept
 {
-	const std::size_t size = std::bit_ceil(len < k_min_class ? k_min_class : len);
-	const auto c = static_cast<std::size_t>(std::countr_zero(size) - std::countr_zero(k_min_class));
-	return c < k_classes ? c : k_classes;
+	return bounce_class_of(len);
 }
 
 std::size_t class_size(std::size_t c) noexcept
 {
-	return k_min_class << c;
+	return bounce_class_size(c);
 }
 
 void *map(std::size_t size) noexcept
@@ -37,8 +40,9 @@ void *map(std::size_t size) noexcept
 
 class pool {
 public:
-	void *get(std::size_t len) noexcept
+	void *get(std::size_t len, bool &reused) noexcept
 	{
+		reused = false;
 		const std::size_t c = class_of(len);
 		if (c == k_classes)
 			return counted(map(len));
@@ -47,6 +51,7 @@ public:
 			if (!_free[c].empty()) {
 				void *p = _free[c].back();
 				_free[c].pop_back();
+				reused = true;
 				return p;
 			}
 		}
@@ -111,11 +116,27 @@ pool &the_pool() noexcept
 	return *p;
 }
 
+// The other keepers of idle memory; the mutex is held across a trim, so
+// remove_trimmable waits for one in progress.
+struct trimmables {
+	std::mutex m;
+	std::vector<trimmable *> list;
+};
+trimmables &the_trimmables() noexcept
+{
+	static trimmables *t = new trimmables; // never destroyed, as the pool
+	return *t;
+}
+
 } // namespace
 
-void *bounce_get(std::size_t len) noexcept
+void *bounce_get(std::size_t len, bool *reused) noexcept
 {
-	return the_pool().get(len == 0 ? 1 : len);
+	bool r = false;
+	void *p = the_pool().get(len == 0 ? 1 : len, r);
+	if (reused != nullptr)
+		*reused = r;
+	return p;
 }
 void bounce_put(void *p, std::size_t len) noexcept
 {
@@ -124,7 +145,30 @@ void bounce_put(void *p, std::size_t len) noexcept
 }
 std::size_t bounce_trim() noexcept
 {
-	return the_pool().trim();
+	std::size_t bytes = the_pool().trim();
+	trimmables &t = the_trimmables();
+	std::lock_guard lock(t.m);
+	for (trimmable *k : t.list)
+		bytes += k->trim();
+	return bytes;
+}
+
+void add_trimmable(trimmable *k) noexcept
+{
+	trimmables &t = the_trimmables();
+	std::lock_guard lock(t.m);
+	try {
+		t.list.push_back(k);
+	} catch (...) {
+		// no memory for the entry: its memory is given back at its end
+	}
+}
+
+void remove_trimmable(trimmable *k) noexcept
+{
+	trimmables &t = the_trimmables();
+	std::lock_guard lock(t.m);
+	std::erase(t.list, k);
 }
 std::size_t bounce_mapped() noexcept
 {

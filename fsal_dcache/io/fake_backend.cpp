@@ -38,6 +38,8 @@ result fake_backend::execute(const request &req) noexcept
 	c.length = (req.op == op_kind::read || req.op == op_kind::write) ? req.iov_bytes() : req.length;
 	c.rwf = req.rwf;
 	c.iov_count = req.iov_count;
+	c.iov0 = req.iov_count > 0 && req.iov != nullptr ? req.iov[0].iov_base : nullptr;
+	c.buf_index = req.buf_index;
 	c.mem_aligned = mem_aligned(req);
 
 	auto finish = [&](result r) {

@@ -66,6 +66,7 @@ uring_backend::~uring_backend()
 		wake(); // the reaper cancels what it can and waits for the rest
 		_reaper.join();
 	}
+	_fixed.reset(); // its buffers unmapped; the ring's end unregisters them
 	// Cancels the wake-up read still armed.
 	if (_ring)
 		io_uring_queue_exit(_ring.get());
@@ -260,12 +261,27 @@ int uring_backend::queue(op &o) noexcept
 	io_uring_sqe *sqe = get_sqe(_ring.get());
 	if (!sqe)
 		return EBUSY;
+	const bool fixed = r.buf_index >= 0 && o.iov.size() - o.first == 1;
 	switch (r.op) {
 	case op_kind::read:
+		if (fixed) {
+			const iovec &v = o.iov[o.first];
+			io_uring_prep_read_fixed(sqe, r.fd, v.iov_base, static_cast<unsigned>(v.iov_len), r.offset,
+						 r.buf_index);
+			sqe->rw_flags = r.rwf; // liburing 2.3 has no flags argument here
+			break;
+		}
 		io_uring_prep_readv2(sqe, r.fd, o.iov.data() + o.first, static_cast<unsigned>(o.iov.size() - o.first),
 				     r.offset, r.rwf);
 		break;
 	case op_kind::write:
+		if (fixed) {
+			const iovec &v = o.iov[o.first];
+			io_uring_prep_write_fixed(sqe, r.fd, v.iov_base, static_cast<unsigned>(v.iov_len), r.offset,
+						  r.buf_index);
+			sqe->rw_flags = r.rwf;
+			break;
+		}
 		io_uring_prep_writev2(sqe, r.fd, o.iov.data() + o.first, static_cast<unsigned>(o.iov.size() - o.first),
 				      r.offset, r.rwf);
 		break;
@@ -351,6 +367,22 @@ void uring_backend::submit(const request &req, completion &c) noexcept
 		o->res = result::failure(err);
 		finish(o);
 	}
+}
+
+bounce_buffer uring_backend::bounce_get(std::size_t len) noexcept
+{
+	if (_fixed) {
+		bounce_buffer b = _fixed->get(len);
+		if (b.data != nullptr)
+			return b;
+	}
+	return backend::bounce_get(len);
+}
+
+void uring_backend::bounce_put(const bounce_buffer &b) noexcept
+{
+	if (!_fixed || !_fixed->put(b))
+		backend::bounce_put(b);
 }
 
 int uring_backend::set_io_workers(unsigned n) noexcept

@@ -114,6 +114,10 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 			}
 		}
 		io_uring_free_probe(probe);
+		// Registered bounce buffers where the kernel has a sparse table
+		// (5.19); without, bounce buffers are pinned per request as
+		// before.
+		b->_fixed = fixed_buffers::make(b->_ring.get(), fixed_buffers::k_slots, b->_fixed_error);
 		// Blocking: some kernels (< 6.x) fail an io_uring read of an
 		// O_NONBLOCK file with EAGAIN at once instead of waiting on its
 		// poll queue.  Writers never block (the counter never nears

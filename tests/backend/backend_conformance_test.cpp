@@ -247,6 +247,76 @@ TYPED_TEST(backend_conformance, odirect_misaligned_is_einval)
 	this->b().close_fd(d.fd);
 }
 
+// A bounce buffer is kept and reused; io_uring registers it with its ring
+// and issues requests on it as READ_FIXED/WRITE_FIXED (buf_index), which the
+// other backends ignore; both ways the bytes are the same.
+TYPED_TEST(backend_conformance, bounce_buffers_are_reused_and_carry_their_index)
+{
+	typename TestFixture::direct_file d;
+	std::string skip;
+	this->open_direct(d, skip);
+	if (this->HasFatalFailure())
+		return;
+	if (!skip.empty())
+		GTEST_SKIP() << skip;
+	(void)bounce_trim(); // every ring's free buffers too: a fresh start
+	constexpr std::size_t len = std::size_t{1} << 20;
+	const auto *u = this->uring();
+	const fixed_buffers *fixed = u != nullptr ? u->fixed() : nullptr;
+	if (u != nullptr && fixed == nullptr)
+		std::printf("  no registered buffers on this kernel (%s): plain ones\n",
+			    strerrorname_np(u->fixed_error()));
+	const std::uint64_t registered = fixed != nullptr ? fixed->registrations() : 0;
+
+	bounce_buffer w = this->b().bounce_get(len);
+	ASSERT_NE(w.data, nullptr);
+	EXPECT_EQ(reinterpret_cast<std::uintptr_t>(w.data) % 4096, 0u);
+	EXPECT_FALSE(w.reused) << "the pool was trimmed: a new buffer";
+	EXPECT_EQ(w.index >= 0, fixed != nullptr) << "registered exactly where the ring has a table";
+	const void *first = w.data;
+	const int first_index = w.index;
+	this->b().bounce_put(w);
+	w = this->b().bounce_get(len - 100); // the same size class
+	EXPECT_TRUE(w.reused);
+	EXPECT_EQ(w.data, first) << "the buffer given back is the one reused";
+	EXPECT_EQ(w.index, first_index);
+	bounce_buffer r = this->b().bounce_get(len);
+	ASSERT_NE(r.data, nullptr);
+	EXPECT_NE(r.data, w.data);
+
+	const auto data = pattern(len, 21);
+	std::memcpy(w.data, data.data(), len);
+	std::memset(r.data, 0, len);
+	iovec wv{w.data, len}, rv{r.data, len};
+	request wq = rw_req(op_kind::write, d.fd, 0, &wv, 1);
+	wq.buf_index = w.index;
+	const auto wr = this->sub(wq);
+	ASSERT_TRUE(wr.ok()) << std::strerror(wr.error);
+	EXPECT_EQ(wr.bytes, len);
+	request rq = rw_req(op_kind::read, d.fd, 0, &rv, 1);
+	rq.buf_index = r.index;
+	const auto rr = this->sub(rq);
+	ASSERT_TRUE(rr.ok()) << std::strerror(rr.error);
+	EXPECT_EQ(rr.bytes, len);
+	EXPECT_EQ(std::memcmp(r.data, data.data(), len), 0);
+	if (auto *f = this->fake()) {
+		const auto calls = f->calls();
+		ASSERT_GE(calls.size(), 2u);
+		EXPECT_EQ(calls[calls.size() - 2].buf_index, w.index);
+		EXPECT_EQ(calls.back().buf_index, r.index);
+	}
+	this->b().bounce_put(w);
+	this->b().bounce_put(r);
+	if (fixed != nullptr) {
+		EXPECT_EQ(fixed->registrations(), registered + 2) << "two buffers, registered once each";
+		EXPECT_GE(fixed->reuses(), 1u);
+		EXPECT_EQ(fixed->mapped(), 2u);
+		EXPECT_EQ(bounce_trim(), 2 * len) << "idle: both leave their slots";
+		EXPECT_EQ(fixed->mapped(), 0u);
+	}
+	this->b().close_fd(d.fd);
+}
+
 // ---- syncs and advice ---------------------------------------------------
 
 TYPED_TEST(backend_conformance, fsync_fdatasync_and_sync_range_clean_the_pages)

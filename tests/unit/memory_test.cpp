@@ -1,15 +1,21 @@
-// The memory a burst leaves behind: bounce buffers reused by size and
-// unmapped when the server goes idle, and the malloc_trim after a burst.
+// The memory a burst leaves behind: bounce buffers and the server's RPC
+// buffers reused by size and given back when the server goes idle, and the
+// malloc_trim after a burst.
 #include "dcache_io/bounce_pool.h"
 #include "dcache_io/heap_trim.h"
+#include "dcache_io/rpc_buffers.h"
+#include "dcache_io/sync_backend.h"
 #include "iovec.h"
 
 #include <gtest/gtest.h>
+
+#include <malloc.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 using namespace dcache::core;
 using namespace dcache::io;
@@ -45,11 +51,12 @@ TEST(bounce_pool, aligned_buffer_gives_its_memory_back)
 	(void)bounce_trim();
 	const std::size_t base = bounce_mapped();
 	{
-		aligned_buffer buf;
+		sync_backend b;
+		aligned_buffer buf(b);
 		ASSERT_TRUE(buf.allocate(512, 100000));
 		EXPECT_EQ(bounce_mapped(), base + 1);
 		EXPECT_FALSE(buf.allocate(512, 10)) << "one allocation per buffer";
-		aligned_buffer beyond_a_page;
+		aligned_buffer beyond_a_page(b);
 		EXPECT_FALSE(beyond_a_page.allocate(2 * k_page_size, 10));
 	}
 	EXPECT_EQ(bounce_trim(), std::size_t{128} << 10) << "back in the pool, then unmapped";
@@ -70,4 +77,66 @@ TEST(heap_trim, a_burst_that_ends_is_trimmed_three_times_then_left_alone)
 	std::this_thread::sleep_for(std::chrono::milliseconds(300));
 	EXPECT_EQ(heap_trims(), before + 3) << "a quiet server is left alone";
 	set_heap_trim_interval_for_test(std::chrono::milliseconds(1000));
+}
+
+// The server's large RPC buffers: placed so that a WRITE's payload starts on
+// a page (at the buffer's start, or at its end for a receive buffer whose
+// payload is its last field), and reused instead of faulted in again.
+TEST(rpc_buffers, placed_on_a_page_and_reused_by_size)
+{
+	(void)rpc_buffer_trim();
+	EXPECT_EQ(rpc_buffer_get(k_rpc_min - 1, rpc_place::start), nullptr) << "small ones stay Ganesha's";
+	EXPECT_EQ(rpc_buffer_get(k_rpc_max + 1, rpc_place::start), nullptr);
+	EXPECT_FALSE(rpc_buffer_put(nullptr));
+	void *foreign = std::malloc(k_rpc_min);
+	EXPECT_FALSE(rpc_buffer_put(foreign)) << "not one of ours: left to the caller";
+	EXPECT_EQ(rpc_buffer_size(foreign), 0u);
+	std::free(foreign);
+
+	const rpc_buffer_stats before = rpc_buffer_counts();
+	constexpr std::size_t mib = std::size_t{1} << 20;
+	auto *a = static_cast<std::uint8_t *>(rpc_buffer_get(mib, rpc_place::start));
+	ASSERT_NE(a, nullptr);
+	EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a) % 4096, 0u) << "a copied payload starts on a page";
+	EXPECT_GE(malloc_usable_size(a), mib) << "a glibc chunk: a plain free() of it is harmless";
+	std::memset(a, 7, mib);
+	EXPECT_GE(rpc_buffer_size(a), mib);
+	EXPECT_TRUE(rpc_buffer_put(a));
+	auto *b = static_cast<std::uint8_t *>(rpc_buffer_get(mib - 5, rpc_place::start));
+	EXPECT_EQ(b, a) << "the same 64 KiB class: reused";
+
+	// A receive buffer: its end on a page, so a payload of whole blocks at
+	// its end starts on a page too.
+	constexpr std::size_t frag = mib + 172;
+	auto *r = static_cast<std::uint8_t *>(rpc_buffer_get(frag, rpc_place::end));
+	ASSERT_NE(r, nullptr);
+	EXPECT_EQ(reinterpret_cast<std::uintptr_t>(r + frag) % 4096, 0u);
+	EXPECT_EQ(reinterpret_cast<std::uintptr_t>(r + frag - mib) % 4096, 0u);
+	std::memset(r, 9, frag);
+	EXPECT_EQ(rpc_buffer_size(r), frag);
+	const rpc_buffer_stats during = rpc_buffer_counts();
+	EXPECT_EQ(during.in_use, before.in_use + 2);
+	EXPECT_EQ(during.gets, before.gets + 3);
+	EXPECT_EQ(during.reuses, before.reuses + 1);
+	EXPECT_TRUE(rpc_buffer_put(b));
+	EXPECT_TRUE(rpc_buffer_put(r));
+	EXPECT_FALSE(rpc_buffer_put(r)) << "given back once";
+	EXPECT_EQ(rpc_buffer_counts().cached, 2u);
+	EXPECT_GE(bounce_trim(), 2 * mib) << "idle: the waiting buffers go back to glibc";
+	EXPECT_EQ(rpc_buffer_counts().cached, 0u);
+}
+
+TEST(rpc_buffers, what_waits_for_reuse_is_bounded)
+{
+	(void)rpc_buffer_trim();
+	constexpr std::size_t size = std::size_t{4} << 20;
+	std::vector<void *> out;
+	for (std::size_t i = 0; i < 2 * k_rpc_cache_bytes / size; ++i) {
+		out.push_back(rpc_buffer_get(size, rpc_place::start));
+		ASSERT_NE(out.back(), nullptr);
+	}
+	for (void *p : out)
+		EXPECT_TRUE(rpc_buffer_put(p));
+	EXPECT_EQ(rpc_buffer_counts().cached * size, k_rpc_cache_bytes) << "the rest went back to glibc";
+	EXPECT_EQ(rpc_buffer_trim(), k_rpc_cache_bytes);
 }

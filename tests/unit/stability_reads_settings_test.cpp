@@ -116,7 +116,21 @@ TEST_F(request_path, direct_read_aligned_goes_straight_into_the_callers_buffer)
 	EXPECT_EQ(r.bytes, 8192u);
 	EXPECT_FALSE(r.eof);
 	EXPECT_EQ(stat_of(exp, "read_bounce_copies"), 0u);
+	EXPECT_EQ(stat_of(exp, "read_unbounced_bytes"), 8192u);
+	EXPECT_EQ(stat_of(exp, "read_bounced_bytes"), 0u);
+	const auto rd = fb.calls_of(op_kind::read);
+	ASSERT_EQ(rd.size(), 1u);
+	EXPECT_EQ(rd[0].iov0, into.data()) << "read into the caller's memory";
 	EXPECT_TRUE(std::equal(into.data(), into.data() + 8192, content.bytes().begin() + 4096));
+
+	// Memory the device does not take (16 bytes past a page, glibc's
+	// chunk header): one bounce copy, counted in bytes.
+	payload off_by_16(8192, 16);
+	ASSERT_EQ(read(4096, off_by_16.data(), 8192).bytes, 8192u);
+	EXPECT_EQ(stat_of(exp, "read_bounce_copies"), 1u);
+	EXPECT_EQ(stat_of(exp, "read_bounced_bytes"), 8192u);
+	EXPECT_NE(fb.calls_of(op_kind::read).back().iov0, off_by_16.data());
+	EXPECT_TRUE(std::equal(off_by_16.data(), off_by_16.data() + 8192, content.bytes().begin() + 4096));
 }
 
 TEST_F(request_path, small_direct_read_goes_dontcache)

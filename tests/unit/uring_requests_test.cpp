@@ -403,3 +403,77 @@ TEST(uring_requests, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 	close(fd);
 	close(dfd);
 }
+
+// Bounce buffers over the real ring: a direct WRITE of a payload the device
+// cannot take where it lies, and a READ into such memory, each copied once
+// through a buffer the ring registered, issued as WRITE_FIXED/READ_FIXED
+// (no page pinning per request), and the same buffer reused request after
+// request (no page faults, no zeroing).
+TEST(uring_requests, bounce_buffers_are_registered_and_reused)
+{
+	const char *dir = std::getenv("DCACHE_TEST_DIR");
+	std::string tmpl = std::string(dir != nullptr ? dir : "/var/tmp") + "/dcache_fixed_XXXXXX";
+	const int fd = mkstemp(tmpl.data());
+	ASSERT_GE(fd, 0) << std::strerror(errno);
+	const int dfd = open(tmpl.c_str(), O_RDONLY | O_DIRECT);
+	unlink(tmpl.c_str());
+	if (dfd < 0) {
+		close(fd);
+		GTEST_SKIP() << "no O_DIRECT on " << tmpl << ": " << std::strerror(errno);
+	}
+	close(dfd);
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DIRECT;
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.io_blocking_max = 0; // every direct step through the ring
+	dcache_export *exp = dcache_export_new(&s, "export 9 /fixed");
+	ASSERT_NE(exp, nullptr);
+	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
+		dcache_export_put(exp);
+		close(fd);
+		GTEST_SKIP() << "io_uring unavailable here";
+	}
+	dcache_file *file = dcache_file_new(exp);
+	constexpr std::size_t k_len = std::size_t{256} << 10;
+	constexpr int k_rounds = 8;
+	auto *raw = static_cast<std::uint8_t *>(std::aligned_alloc(4096, k_len + 4096));
+	std::uint8_t *misaligned = raw + 1; // no device takes that
+	for (int i = 0; i < k_rounds; ++i) {
+		std::memset(misaligned, 'a' + i, k_len);
+		struct iovec v {
+			misaligned, k_len
+		};
+		const dcache_io w{fd, i * k_len, &v, 1, false, nullptr};
+		const dcache_io_result wr = dcache_write(exp, file, &w);
+		ASSERT_EQ(wr.error, 0);
+		ASSERT_EQ(wr.bytes, k_len);
+	}
+	for (int i = 0; i < k_rounds; ++i) {
+		std::memset(misaligned, 0, k_len);
+		struct iovec v {
+			misaligned, k_len
+		};
+		const dcache_io r{fd, i * k_len, &v, 1, false, nullptr};
+		const dcache_io_result rr = dcache_read(exp, file, &r);
+		ASSERT_EQ(rr.error, 0);
+		ASSERT_EQ(rr.bytes, k_len);
+		EXPECT_EQ(misaligned[0], 'a' + i);
+		EXPECT_EQ(misaligned[k_len - 1], 'a' + i);
+	}
+	std::free(raw);
+	const std::uint64_t steps = 2 * k_rounds;
+	EXPECT_EQ(stat_of(exp, "write_bounced_bytes"), k_rounds * k_len);
+	EXPECT_EQ(stat_of(exp, "read_bounced_bytes"), k_rounds * k_len);
+	EXPECT_EQ(stat_of(exp, "bounce_buffers_reused") + stat_of(exp, "bounce_buffers_mapped"), steps);
+	// One request at a time: the first may map a buffer (or find one an
+	// earlier export of the ring left), every other reuses it.
+	EXPECT_LE(stat_of(exp, "bounce_buffers_mapped"), 1u);
+	EXPECT_GE(stat_of(exp, "bounce_buffers_reused"), steps - 1);
+	const std::uint64_t fixed = stat_of(exp, "bounce_steps_fixed");
+	dcache_file_free(file);
+	dcache_export_put(exp);
+	close(fd);
+	if (fixed == 0)
+		GTEST_SKIP() << "the ring registers no buffers here (kernel before 5.19, or RLIMIT_MEMLOCK)";
+	EXPECT_EQ(fixed, steps) << "every bounced step issued on its registered buffer";
+}

@@ -170,6 +170,75 @@ TEST_F(request_path, aligned_payload_is_written_without_copy)
 	EXPECT_EQ(stat_of(exp, "write_direct"), 1u);
 }
 
+// What the file asks of memory (statx's dio_mem_align) decides whether the
+// payload is copied: 512 on virtio and loop devices, 4 on NVMe.  A payload
+// that meets it is written from where it lies, one that does not through
+// one bounce copy; both counted in bytes.
+TEST_F(request_path, a_payload_meeting_dio_mem_align_is_not_copied)
+{
+	struct {
+		std::uint32_t mem_align;
+		std::size_t shift; // of the payload from a page
+		bool copied;
+	} const cases[] = {
+		{512, 512, false}, // loop/virtio: 512-aligned memory is enough
+		{512, 16, true},   // glibc's chunk header: misaligned
+		{4, 16, false},	   // NVMe: any 4-byte aligned payload
+		{4096, 512, true}, // a device that wants whole pages
+	};
+	for (const auto &c : cases) {
+		SCOPED_TRACE(testing::Message() << "mem_align " << c.mem_align << ", shift " << c.shift);
+		fb.set_caps({c.mem_align, 4096, 4096, dcache::io::dio_caps::source::fake});
+		modes(DCACHE_MODE_BUFFERED, DCACHE_MODE_DIRECT);
+		fb.clear_calls();
+		payload p(1 << 20, c.shift);
+		ASSERT_EQ(write(1 << 20, p).bytes, std::size_t{1} << 20);
+		const auto w = fb.calls_of(op_kind::write);
+		ASSERT_EQ(w.size(), 1u);
+		EXPECT_TRUE(w[0].direct);
+		EXPECT_TRUE(w[0].mem_aligned);
+		if (c.copied)
+			EXPECT_NE(w[0].iov0, p.data()) << "issued from a bounce buffer";
+		else
+			EXPECT_EQ(w[0].iov0, p.data()) << "issued from the caller's memory";
+		EXPECT_EQ(stat_of(exp, "write_bounce_copies"), c.copied ? 1u : 0u);
+		EXPECT_EQ(stat_of(exp, "write_bounced_bytes"), c.copied ? std::uint64_t{1} << 20 : 0u);
+		EXPECT_EQ(stat_of(exp, "write_unbounced_bytes"), c.copied ? 0u : std::uint64_t{1} << 20);
+		EXPECT_EQ(fb.contents(k_fd).size(), std::size_t{2} << 20);
+	}
+}
+
+// Where a copy is needed it costs the copy and nothing else: the bounce
+// buffer a direct WRITE or READ gave back is the one the next takes (no
+// mapping, fault or zeroing per request), counted as reused.
+TEST_F(request_path, bounce_buffers_are_reused_request_after_request)
+{
+	modes(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT);
+	(void)dcache::io::bounce_trim(); // none left over: the first is mapped
+	constexpr std::size_t k_len = std::size_t{1} << 20;
+	constexpr int k_requests = 4;
+	payload p(k_len, 16); // glibc's chunk header: misaligned
+	std::vector<std::uint8_t> back(k_len + 16);
+	for (int i = 0; i < k_requests; ++i) {
+		ASSERT_EQ(write(static_cast<std::uint64_t>(i) * k_len, p).bytes, k_len);
+		ASSERT_EQ(read(static_cast<std::uint64_t>(i) * k_len, back.data() + 16, k_len).bytes, k_len);
+		EXPECT_TRUE(std::equal(back.begin() + 16, back.end(), p.bytes().begin()));
+	}
+	EXPECT_EQ(stat_of(exp, "write_bounce_copies"), std::uint64_t{k_requests});
+	EXPECT_EQ(stat_of(exp, "read_bounce_copies"), std::uint64_t{k_requests});
+	EXPECT_EQ(stat_of(exp, "bounce_buffers_mapped"), 1u) << "one buffer, mapped once";
+	EXPECT_EQ(stat_of(exp, "bounce_buffers_reused"), std::uint64_t{2 * k_requests - 1});
+	const auto w = fb.calls_of(op_kind::write);
+	const auto r = fb.calls_of(op_kind::read);
+	ASSERT_EQ(w.size(), std::size_t{k_requests});
+	ASSERT_EQ(r.size(), std::size_t{k_requests});
+	for (const auto &c : w)
+		EXPECT_EQ(c.iov0, w[0].iov0) << "every WRITE issued from the same buffer";
+	for (const auto &c : r)
+		EXPECT_EQ(c.iov0, w[0].iov0) << "and every READ read into it";
+	EXPECT_NE(w[0].iov0, p.data());
+}
+
 // ---- short transfers and errors -------------------------------------------
 
 TEST_F(request_path, short_middle_reports_exactly_what_was_written_and_stops)

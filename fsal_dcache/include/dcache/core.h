@@ -398,6 +398,24 @@ void dcache_metrics_cursor_push(struct dcache_metrics_cursor *cursor, const stru
 void dcache_metrics_cursor_end(struct dcache_metrics_cursor *cursor,
 			       const struct dcache_metrics_sink *sink) DCACHE_NOEXCEPT;
 
+/* ---- the server's RPC buffers ------------------------------------------ */
+
+/* Large buffers of the server's RPC library (a request's receive buffer, a
+ * WRITE's decoded payload), page-aligned and kept for reuse: a WRITE's
+ * payload then meets the direct-I/O memory alignment and is written from
+ * where it lies, and is not faulted in again for every request
+ * (io/dcache_io/rpc_buffers.h).  START: the buffer starts on a page (a
+ * glibc chunk: free() of it is harmless); END: it ends on a page (only
+ * dcache_rpc_buffer_put may free it).  get: NULL when not served here
+ * (size below DCACHE_RPC_BUFFER_MIN or too large, no memory); put: false
+ * when p is not one of these (nothing done); size: the bytes p may hold if
+ * it is one of these, else 0.  Thread-safe. */
+enum dcache_rpc_place { DCACHE_RPC_START, DCACHE_RPC_END };
+#define DCACHE_RPC_BUFFER_MIN ((size_t)64 << 10)
+void *dcache_rpc_buffer_get(size_t size, enum dcache_rpc_place place) DCACHE_NOEXCEPT;
+bool dcache_rpc_buffer_put(void *p) DCACHE_NOEXCEPT;
+size_t dcache_rpc_buffer_size(const void *p) DCACHE_NOEXCEPT;
+
 /* ---- logging ----------------------------------------------------------- */
 
 /* The core logs through the adapter (which uses Ganesha's log). */

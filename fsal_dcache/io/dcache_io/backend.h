@@ -13,9 +13,11 @@
 // completes immediately, so a synchronous backend gets it for free.
 #pragma once
 
+#include "dcache_io/bounce_pool.h"
 #include "dcache_io/request.h"
 
 #include <cerrno>
+#include <cstddef>
 
 namespace dcache::io {
 
@@ -96,6 +98,17 @@ struct [[nodiscard]] open_result {
 	bool writable = true;
 };
 
+// Memory a direct step goes through when the payload cannot be used as
+// it is (backend::bounce_get): page-aligned, kept for reuse.
+struct bounce_buffer {
+	void *data = nullptr; // nullptr: out of memory
+	std::size_t len = 0;  // as asked
+	// The buffer's index among those registered with the backend's ring
+	// (request::buf_index), or -1: a plain buffer.
+	int index = -1;
+	bool reused = false; // was mapped before (no page fault, no zeroing)
+};
+
 class backend {
 public:
 	virtual ~backend() = default;
@@ -169,6 +182,22 @@ public:
 		(void)n;
 		return 0;
 	}
+
+	// ---- bounce buffers ----
+
+	// A page-aligned buffer of len bytes for a direct step's copy, kept
+	// for reuse after bounce_put.  io_uring: registered with the ring
+	// where it can be (index >= 0; put it in request::buf_index), so the
+	// kernel pins its pages once, not per request.  Default: the process's
+	// pool (bounce_pool.h), index -1.
+	[[nodiscard]] virtual bounce_buffer bounce_get(std::size_t len) noexcept
+	{
+		bounce_buffer b{nullptr, len, -1, false};
+		b.data = io::bounce_get(len, &b.reused);
+		return b;
+	}
+	// Gives back what bounce_get returned, once no request uses it.
+	virtual void bounce_put(const bounce_buffer &b) noexcept { io::bounce_put(b.data, b.len); }
 
 	// ---- credentials (see class credentials) ----
 

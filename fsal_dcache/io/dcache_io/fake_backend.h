@@ -38,7 +38,9 @@ public:
 		std::uint64_t length = 0; // rw: bytes asked; others: the range
 		int rwf = 0;
 		int iov_count = 0;
-		bool mem_aligned = true; // every iovec address/length multiple of M
+		bool mem_aligned = true;    // every iovec address/length multiple of M
+		const void *iov0 = nullptr; // where the first iovec pointed (the memory issued from)
+		int buf_index = -1;	    // request::buf_index
 		result res;
 	};
 

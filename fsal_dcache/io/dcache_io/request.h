@@ -50,6 +50,11 @@ struct request {
 	// sqe->personality).  Backends that run requests on the calling
 	// thread ignore it.  See backend.h, class credentials.
 	int personality = 0;
+	// read/write whose one iovec lies in a buffer the backend registered
+	// (backend::bounce_get gave it with this index): io_uring issues it as
+	// READ_FIXED/WRITE_FIXED, with no page pinning per request.  -1: an
+	// ordinary buffer.  A plain syscall ignores it.
+	int buf_index = -1;
 
 	[[nodiscard]] std::size_t iov_bytes() const noexcept
 	{

@@ -29,6 +29,8 @@
 //    read waits until the whole buffer is filled; an error after some progress reports the progress (as
 //    preadv/pwritev do), so the caller sees a short transfer, not the error;
 //  - request::rwf (RWF_DONTCACHE, RWF_NOWAIT, ...) goes to sqe->rw_flags;
+//  - a read/write with request::buf_index >= 0 (one iovec in a buffer
+//    bounce_get registered) goes as READ_FIXED/WRITE_FIXED, remainders too;
 //  - fsync/fdatasync use IORING_OP_FSYNC (IORING_FSYNC_DATASYNC); range ops
 //    use IORING_OP_SYNC_FILE_RANGE and IORING_OP_FADVISE(DONTNEED); ranges
 //    longer than 4 GiB (the sqe's 32-bit len) are issued in chunks.
@@ -90,6 +92,7 @@
 #pragma once
 
 #include "dcache_io/backend.h"
+#include "dcache_io/fixed_buffers.h"
 #include "dcache_io/sync_backend.h"
 
 #include <atomic>
@@ -137,6 +140,14 @@ public:
 		return std::this_thread::get_id() == _reaper_id;
 	}
 	[[nodiscard]] credentials_result capture_credentials() noexcept override;
+	// Registered with this ring where it can be (fixed_buffers.h), else
+	// the process's pool.
+	[[nodiscard]] bounce_buffer bounce_get(std::size_t len) noexcept override;
+	void bounce_put(const bounce_buffer &b) noexcept override;
+	// The ring's registered buffers; nullptr where the kernel refused the
+	// table (errno in fixed_error()).
+	[[nodiscard]] const fixed_buffers *fixed() const noexcept { return _fixed.get(); }
+	[[nodiscard]] int fixed_error() const noexcept { return _fixed_error; }
 	// At most n io-wq workers for this ring (each kind: bounded work such
 	// as regular files, unbounded such as sockets); 0: the kernel's own
 	// default, min(depth, 4 x online CPUs).  Applies at once, to workers
@@ -218,6 +229,8 @@ private:
 
 	sync_backend _sync;
 	std::unique_ptr<io_uring> _ring;
+	std::unique_ptr<fixed_buffers> _fixed; // goes before the ring
+	int _fixed_error = 0;
 	unsigned _depth = 0;
 	int _wake_fd = -1;		     // eventfd: "the hand-off list was empty"
 	std::atomic<op *> _handoff{nullptr}; // pushed by any thread, taken by the reaper

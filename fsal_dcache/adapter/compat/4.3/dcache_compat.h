@@ -21,6 +21,13 @@
 #define DCACHE_STATE_FREED_BY_EXPORT 1
 /* No export_ops.fs_readdir_mode. */
 #define DCACHE_HAS_FS_READDIR_MODE 0
+/* Where a WRITE's payload lies (adapter/rpc_buffers.c): copied out of the
+ * receive buffer into a buffer of its own, of the data's size (xdr_bytes),
+ * so aligned when that buffer starts on a page. */
+#define DCACHE_WRITE_DATA_IN_RECV_BUFFER 0
+/* Ganesha allocates a READ's buffer itself: NFSv3's with gsh_malloc (16
+ * bytes past a page), freed with gsh_free after the reply (nfs3_read.c). */
+#define DCACHE_FSAL_ALLOCATES_READ_BUFFER 0
 /* Ganesha's monitoring registry (monitoring__register_counter ...): none
  * in Debian's build, so the module registers no metrics (adapter/metrics.c
  * is not built); dcache-exporter serves them from the DBus statistics. */

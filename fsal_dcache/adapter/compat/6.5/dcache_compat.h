@@ -19,6 +19,13 @@
  * the fd's object (export_ops.get_fsal_obj_hdl, no default). */
 #define DCACHE_STATE_FREED_BY_EXPORT 0
 #define DCACHE_HAS_FS_READDIR_MODE 0
+/* Where a WRITE's payload lies (adapter/rpc_buffers.c): in the receive
+ * buffer (xdr_io_data), at its end for NFSv3, so aligned when the receive
+ * buffer ends on a page. */
+#define DCACHE_WRITE_DATA_IN_RECV_BUFFER 1
+/* Ganesha asks the FSAL for a READ's buffer (fso_allocate_own_read_buffer:
+ * iov[0].iov_base NULL, released through iov_release after the reply). */
+#define DCACHE_FSAL_ALLOCATES_READ_BUFFER 1
 /* No monitoring registry in Debian's build (USE_MONITORING off: no
  * monitoring symbols in libganesha_nfsd or a library of its): metrics come
  * from dcache-exporter. */

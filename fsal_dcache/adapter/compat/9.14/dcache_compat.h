@@ -18,6 +18,13 @@
 /* export_ops.fs_readdir_mode: its default reads the DCACHE module's
  * fs_info, so it is forwarded to VFS (as FSAL_NULL does). */
 #define DCACHE_HAS_FS_READDIR_MODE 1
+/* Where a WRITE's payload lies (adapter/rpc_buffers.c): in the receive
+ * buffer (xdr_io_data), at its end for NFSv3, so aligned when the receive
+ * buffer ends on a page. */
+#define DCACHE_WRITE_DATA_IN_RECV_BUFFER 1
+/* Ganesha asks the FSAL for a READ's buffer (fso_allocate_own_read_buffer:
+ * iov[0].iov_base NULL, released through iov_release after the reply). */
+#define DCACHE_FSAL_ALLOCATES_READ_BUFFER 1
 /* Ganesha's monitoring registry, in libntirpcmonitoring.so.7.2 (ntirpc's
  * monitoring.h, handles of one pointer): the module registers its metrics
  * there (adapter/metrics.c), served on Monitoring_Port with Enable_Metrics. */

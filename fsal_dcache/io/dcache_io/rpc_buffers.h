@@ -1,0 +1,63 @@
+// The server's large RPC buffers (a request's receive buffer, a WRITE's
+// decoded payload), for Ganesha's RPC library to allocate and free through
+// (the adapter installs the hooks, adapter/rpc_buffers.c): page-aligned, so
+// that a WRITE's payload meets the file's direct-I/O memory alignment and
+// is written from where it lies, with no bounce copy; and kept for reuse,
+// so that a request's buffers are not faulted in and zeroed again for every
+// request (glibc gives freed arena memory back at once past its trim
+// threshold, and refaults it on the next request).
+//
+// Where the payload lies decides the placement:
+//  - start: the buffer starts on a page.  Ganesha 4.3 copies a WRITE's
+//    data into a buffer of its own, the data's exact size: the data then
+//    starts on a page.  These are glibc chunks (aligned_alloc), so a plain
+//    free() of one elsewhere is harmless (it is glibc's again, and never
+//    taken back here unless glibc's own size says it is large enough);
+//  - end: the buffer ends on a page.  Ganesha 6.x and later leave a WRITE's
+//    data in the receive buffer, at its end (an NFSv3 WRITE's data is the
+//    last field of the request); a payload of whole 512-byte blocks then
+//    starts on such a block.  Such a pointer lies inside a glibc chunk, so
+//    only rpc_buffer_put may free it: use it only for buffers the RPC
+//    library frees through its own hook.
+//
+// Memory: buffers of sizes from k_rpc_min to k_rpc_max, in 64 KiB classes;
+// given back, a buffer waits for the next request of its class, at most
+// k_rpc_cache_bytes of them in all (beyond, it goes back to glibc), and
+// all of them go back when the server is idle (bounce_trim, heap_trim.h).
+// What is in use is Ganesha's, as without the hooks.
+//
+// Thread-safety: all functions may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dcache::io {
+
+enum class rpc_place : std::uint8_t { start, end };
+
+inline constexpr std::size_t k_rpc_min = std::size_t{64} << 10;
+inline constexpr std::size_t k_rpc_max = std::size_t{16} << 20;
+inline constexpr std::size_t k_rpc_cache_bytes = std::size_t{64} << 20;
+
+// size bytes placed as asked; nullptr when not served here (size outside
+// [k_rpc_min, k_rpc_max], out of memory): the caller allocates as usual.
+[[nodiscard]] void *rpc_buffer_get(std::size_t size, rpc_place place) noexcept;
+// true: p was handed out by rpc_buffer_get and is taken back (kept for
+// reuse or freed); false: not one of these, nothing done (nullptr too).
+bool rpc_buffer_put(void *p) noexcept;
+// The bytes p may hold if it is one of these (for a realloc), else 0.
+[[nodiscard]] std::size_t rpc_buffer_size(const void *p) noexcept;
+// Frees every buffer waiting for reuse; returns the bytes.  Also done by
+// bounce_trim when the server goes idle.
+std::size_t rpc_buffer_trim() noexcept;
+
+struct rpc_buffer_stats {
+	std::uint64_t gets = 0;	  // buffers handed out
+	std::uint64_t reuses = 0; // of which were waiting for reuse
+	std::size_t in_use = 0;	  // handed out, not yet given back
+	std::size_t cached = 0;	  // waiting for reuse
+};
+[[nodiscard]] rpc_buffer_stats rpc_buffer_counts() noexcept;
+
+} // namespace dcache::io
