@@ -54,10 +54,10 @@ FAILING = [vfs(1, "vfs")] + mode_exports(31, "m_")
 HEALTHY = [vfs(2, f"{HEALTHY_FS}/vfs", "/ok_vfs")] + mode_exports(51, "ok_", base=HEALTHY_FS)
 DIRECT_ID = next(e.export_id for e in FAILING if e.name == "m_direct")
 EXTRA_REFS = re.compile(r"Extra (fsal )?references \(\d+\) hanging around to FSAL (DCACHE|VFS)")
-NOSPC, IO = r"(WRITE|COMMIT) answered nfsstat3 28\b", r"(WRITE|COMMIT) answered nfsstat3 5\b|NFS3ERR_IO"
-# what a failed WRITE stream's dcache-bench says: an nfsstat3 of a WRITE or
-# a COMMIT (28 NFS3ERR_NOSPC, 5 NFS3ERR_IO), or libnfs's text of one
-ERRORS = {"nospace": r"WRITE answered nfsstat3 28\b", "device_full": f"{NOSPC}|{IO}", "device_eio": IO,
+NOSPC, IO = r"(WRITE|COMMIT) answered NFS3ERR_NOSPC \(28\)", r"(WRITE|COMMIT) answered NFS3ERR_IO \(5\)|NFS3ERR_IO"
+# what a failed WRITE stream's dcache-bench says: the NFS3 status of a
+# WRITE or a COMMIT by name and number, or libnfs's text of one
+ERRORS = {"nospace": r"WRITE answered NFS3ERR_NOSPC \(28\)", "device_full": f"{NOSPC}|{IO}", "device_eio": IO,
           "shutdown": IO}
 # how the server's log names each failure (the plugin's errno names, the
 # C library's texts, Ganesha's NFS3 error conversions)
