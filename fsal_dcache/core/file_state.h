@@ -32,6 +32,14 @@ struct file_caps {
 	[[nodiscard]] bool dontcache() const noexcept { return !no_dontcache.load(std::memory_order_relaxed); }
 	[[nodiscard]] bool odirect() const noexcept { return !no_odirect.load(std::memory_order_relaxed); }
 	[[nodiscard]] bool nowait() const noexcept { return !no_nowait.load(std::memory_order_relaxed); }
+	// Whether the filesystem may serve a direct step through the page
+	// cache: known once probed (the planner probes before any direct
+	// step); a request that planned no direct step may run while another
+	// thread probes, so it is read only through here.
+	[[nodiscard]] bool direct_may_buffer() const noexcept
+	{
+		return probed.load(std::memory_order_acquire) && dio.may_buffer;
+	}
 };
 
 } // namespace dcache::core

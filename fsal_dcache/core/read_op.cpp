@@ -114,7 +114,7 @@ next_step read_op::next()
 {
 	if (_state != state::reading)
 		return {};
-	const step_flags fl = flags_for(false, _step.kind, _f.caps.dontcache(), _f.caps.dio.may_buffer);
+	const step_flags fl = flags_for(false, _step.kind, _f.caps.dontcache(), _f.caps.direct_may_buffer());
 	_drop_after = fl.drop_after;
 	if (_step.kind != step_kind::direct) {
 		// The requested range (a refused direct step was widened), past

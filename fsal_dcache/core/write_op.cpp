@@ -177,7 +177,7 @@ next_step write_op::issue_step()
 			st.kind = step_kind::dontcache; // refused: the ordinary edge
 		}
 	}
-	const step_flags fl = flags_for(true, st.kind, _f.caps.dontcache(), _f.caps.dio.may_buffer);
+	const step_flags fl = flags_for(true, st.kind, _f.caps.dontcache(), _f.caps.direct_may_buffer());
 	_issued_rwf = fl.rwf;
 	_drop_after = fl.drop_after;
 	int fd = _io.fd;
