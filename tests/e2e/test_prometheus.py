@@ -68,6 +68,22 @@ def modes_of(op):
                if metric == "dcache_export_mode" and f"op={op}," in labels + ",")
 
 
+def from_a_prefix_row(table, metric, values):
+    """Whether a prefix row of metrics.def (`read_auto_*`) gives metric
+    these label values for a counter the core has (fsal_dcache/core/stats.h):
+    Ganesha's endpoint (9.14) shows every series registered, zero or not."""
+    with open(os.path.join(TOP, "fsal_dcache", "core", "stats.h"), encoding="utf-8") as f:
+        counters = set(re.findall(r"\bX\((\w+)\)", f.read()))
+    for pattern, name, labels in table.sources:
+        if name != metric.name or not pattern.endswith("*"):
+            continue
+        star = [v for (kv, v) in zip(labels.split(","), values) if kv.endswith("=*")]
+        counter = pattern[:-1] + star[0] if len(star) == 1 else ""
+        if counter in counters and table.resolve(counter) == ("series", metric, values):
+            return True
+    return False
+
+
 class Run:
     """The server, its endpoint, Prometheus, and what the workload did."""
 
@@ -254,7 +270,8 @@ def test_every_series_has_its_metrics_labels_and_a_row_of_metrics_def(run):
         elif labels["instance"] != instance or labels["job"] != "dcache" \
                 or labels["export"] not in (DIRECT, DONTCACHE):
             wrong.append(f"{labels}: instance, job or export not this server's")
-        elif tuple(labels[k] for k in metric.keys) not in rows.get(metric.name, set()):
+        elif tuple(labels[k] for k in metric.keys) not in rows.get(metric.name, set()) \
+                and not from_a_prefix_row(table, metric, tuple(labels[k] for k in metric.keys)):
             wrong.append(f"{labels}: label values no row of metrics.def gives {metric.name}")
     assert not wrong, "series with wrong labels:\n  " + "\n  ".join(wrong)
     up = run.prom.query(EXPORTER_OWN)
