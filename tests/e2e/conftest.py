@@ -34,8 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 # pylint: disable=wrong-import-position
 from dcache_testbed import releases  # noqa: E402
 from dcache_testbed.server import Server  # noqa: E402
-
-SKIPPED = 77
+from dcache_testbed.skipped import pytest_sessionfinish  # noqa: E402,F401  pylint: disable=unused-import
 
 
 class Build:
@@ -152,11 +151,3 @@ def make_module_server(request):
 @pytest.fixture
 def server(make_server):
     return make_server()
-
-
-def pytest_sessionfinish(session, exitstatus):
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or exitstatus != 0:
-        return
-    if reporter.stats.get("skipped") and not reporter.stats.get("passed"):
-        session.exitstatus = SKIPPED
