@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from reported import report
 
 TOOLS = Path(__file__).resolve().parents[3] / "tools"
 MiB = 1 << 20
@@ -42,13 +43,6 @@ def run_dir(tmp_path):
         (runs / f"stream-read.{v}.1.json").write_text(json.dumps(run_json(1024.0, r, reads=1024)))
         (runs / f"mix.{v}.1.json").write_text(json.dumps(run_json(1024.0, 0.5, reads=600, writes=400)))
     return tmp_path
-
-
-def report(d):
-    rc = subprocess.run([sys.executable, str(TOOLS / "bench_report.py"), str(d)], capture_output=True, text=True,
-                        check=False)
-    assert rc.returncode == 0, rc.stdout + rc.stderr
-    return json.loads((d / "results.json").read_text()), (d / "table.md").read_text()
 
 
 def test_a_workload_of_two_phases_is_two_rows_in_their_order(run_dir):

@@ -5,13 +5,11 @@ driver's one-export workloads leave it, aggregated; the ratios read off
 table.md checked against the figures written into it."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from reported import report
 
-TOOLS = Path(__file__).resolve().parents[3] / "tools"
 MiB = 1 << 20
 
 
@@ -63,13 +61,6 @@ def mixed(d, v, solo, stream, dev, hits):
     phase(d, f"rwf.limit.mixed-solo.{v}.1", ws=solo)
     phase(d, f"rwf.limit.mixed-write.{v}.1", stream=write[0], ws=write[1], failcnt=hits, ws_mib=dev)
     phase(d, f"rwf.limit.mixed-read.{v}.1", stream=read[0], ws=read[1], failcnt=hits, ws_mib=dev)
-
-
-def report(d):
-    rc = subprocess.run([sys.executable, str(TOOLS / "bench_report.py"), str(d)], capture_output=True, text=True,
-                        check=False)
-    assert rc.returncode == 0, rc.stdout + rc.stderr
-    return json.loads((d / "results.json").read_text()), (d / "table.md").read_text()
 
 
 def test_mixed_ratios_and_autos_targets(run_dir):
