@@ -139,12 +139,13 @@ class Heads:
     def start(self):
         """The filesystem, the network, then every head."""
         self.prepare()
-        last_second = None
         for n in range(1, self.count + 1):
-            if self.apart and last_second is not None:
-                wait_for(lambda s=last_second: int(time.time()) != s, 2, "a new second", 0.02)
-            last_second = int(time.time())
-            self.start_head(n)
+            srv = self.start_head(n)
+            if self.apart and n < self.count:
+                # the epoch is taken during start-up, which may end in a
+                # later second than it began: wait past the one it logs
+                epoch = srv.epoch()
+                wait_for(lambda e=epoch: int(time.time()) > e, 3, f"a second after {srv.name}'s epoch", 0.02)
 
     def prepare(self):
         """The filesystem and the network without the heads (for what must

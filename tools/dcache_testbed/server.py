@@ -578,6 +578,15 @@ class Server:
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
             return f.read()
 
+    def epoch(self):
+        """The server's epoch (its start time in seconds, which Ganesha also
+        uses as its NFS write verifier), read from the first log line that
+        carries it."""
+        m = re.search(r": epoch ([0-9a-f]+) ", self.log())
+        if not m:
+            raise AssertionError(f"{self.log_path}: no line names the server's epoch")
+        return int(m.group(1), 16)
+
     def log_mark(self):
         """Where the log ends now: log_since(mark) is what came after."""
         return os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
