@@ -411,7 +411,7 @@ void dcache_metrics_cursor_end(struct dcache_metrics_cursor *cursor,
  * when p is not one of these (nothing done); size: the bytes p may hold if
  * it is one of these, else 0.  Thread-safe. */
 enum dcache_rpc_place { DCACHE_RPC_START, DCACHE_RPC_END };
-#define DCACHE_RPC_BUFFER_MIN ((size_t)64 << 10)
+#define DCACHE_RPC_BUFFER_MIN (64UL << 10) /* bytes: 64 KiB */
 void *dcache_rpc_buffer_get(size_t size, enum dcache_rpc_place place) DCACHE_NOEXCEPT;
 bool dcache_rpc_buffer_put(void *p) DCACHE_NOEXCEPT;
 size_t dcache_rpc_buffer_size(const void *p) DCACHE_NOEXCEPT;
