@@ -2,11 +2,12 @@
 // client's WRITEs as plain VFS does - what fits, then NFS3ERR_NOSPC - and
 // keeps what it acknowledged.
 //
-// For /vfs and each DCACHE export of the modes tests (m_*) in turn, on the
-// server's filesystem: the free space is set to the same amount (a filler
-// file fallocated outside the exports), then 1 MiB WRITEs are sent back to
-// back, each where the last one's acknowledged bytes end, until one is
-// refused; the raw (status, count) replies are compared with VFS's, in two
+// For /vfs and each DCACHE export of the modes tests (m_*, modes.hpp: every
+// mode, auto included) in turn, on the server's filesystem: the free space
+// is set to the same amount (a filler file fallocated outside the exports),
+// then 1 MiB WRITEs are sent back to back, each where the last one's
+// acknowledged bytes end, until one is refused; the raw (status, count)
+// replies are compared with VFS's, in two
 // scenarios:
 //   - misaligned FILE_SYNC WRITEs (every one split in a direct mode), with
 //     room for ~5.3: the replies must be VFS's, reply for reply;
@@ -34,13 +35,13 @@
 #include <thread>
 #include <vector>
 
+#include "modes.hpp"
 #include "nfs_client.hpp"
 #include "support.hpp"
 
 namespace dcache::e2e::modes {
 namespace {
 
-constexpr std::uint64_t k_mib = 1024 * 1024;
 constexpr int k_nospc = 28;  // NFS3ERR_NOSPC
 
 struct scenario {
@@ -195,8 +196,9 @@ void expect_same_shape(const char* e, const std::vector<reply>& got, const std::
 TEST_P(nospace, every_mode_answers_like_vfs) {
   ASSERT_FALSE(mnt.empty());
   const scenario& sc = GetParam();
-  for (const char* e : {"m_buffered", "m_dontcache", "m_fadvise", "m_direct", "m_direct_data_sync",
-                        "m_direct_file_sync", "m_direct_cached_edges", "m_direct_mem_buffered"}) {
+  // every mode's export of the modes tests (modes.hpp), auto included
+  for (const export_def& d : select(false)) {
+    const char* e = d.name;
     fill();
     const std::vector<reply> vfs = run("vfs");
     ASSERT_GE(vfs.size(), 2u) << show(vfs);
