@@ -72,6 +72,8 @@ static fsal_status_t dcache_init_config(struct fsal_module *module,
 		dcache_rpc_buffers_installed()
 			? "page-aligned and reused"
 			: "left to Ganesha (DCACHE_RPC_BUFFERS=0, or no ntirpc table)");
+	LogInfo(COMPONENT_FSAL, "DCACHE: READ reply buffers: %s",
+		dcache_rpc_read_buffers());
 	return fsalstat(ERR_FSAL_NO_ERROR, 0);
 }
 

@@ -20,12 +20,13 @@
  * is still recognised by the pool afterwards (a START buffer is an
  * ordinary glibc chunk; an END one is only made for ntirpc's receive
  * buffers, which ntirpc frees through the same table).  DCACHE_RPC_BUFFERS=0
- * in the server's environment leaves Ganesha's allocator alone (for
- * comparison).
+ * in the server's environment leaves Ganesha's allocator and glibc's
+ * thresholds (below) alone (for comparison).
  */
 #include "dcache_internal.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,50 @@ static void *rpc_realloc(void *p, size_t size, const char *file, int line,
 	return q;
 }
 
+/*
+ * Ganesha 4.3 allocates an NFSv3 READ's reply buffer for every READ
+ * (gsh_malloc, nfs3_read.c) and frees it with free() after the reply: the
+ * FSAL cannot supply it (6.x asks: fso_allocate_own_read_buffer, where
+ * DCACHE gives one of the pool's).  With glibc's dynamic thresholds a
+ * block of 1 MiB is mapped for the request and unmapped after it, or
+ * served from an arena that gives its free top back past twice the last
+ * such block: the next READ's buffer is faulted in and zeroed again, and
+ * a direct READ's pinning of it does that page by page (gup_fast_fallback,
+ * clear_page_erms: most of a direct READ stream's CPU).  Fixed thresholds
+ * keep these buffers in the arenas: blocks under DCACHE_ARENA_MAX come
+ * from them, and an arena keeps up to DCACHE_ARENA_KEEP of free memory at
+ * its top while the server is busy; DCACHE's idle trim (heap_trim.h) gives
+ * it all back when the server is quiet.
+ */
+#if !DCACHE_FSAL_ALLOCATES_READ_BUFFER
+/* READs up to 4 MiB: a page-aligned replacement (file.c, read_buffer)
+ * takes a page and glibc's header more than the READ */
+#define DCACHE_ARENA_MAX ((4 << 20) + (64 << 10))
+#define DCACHE_ARENA_KEEP (4 << 20)
+static bool arena_thresholds;
+#endif
+
+static void keep_read_buffers(void)
+{
+#if !DCACHE_FSAL_ALLOCATES_READ_BUFFER
+	bool mmap_set = mallopt(M_MMAP_THRESHOLD, DCACHE_ARENA_MAX) == 1;
+	bool trim_set = mallopt(M_TRIM_THRESHOLD, DCACHE_ARENA_KEEP) == 1;
+
+	arena_thresholds = mmap_set && trim_set;
+#endif
+}
+
+const char *dcache_rpc_read_buffers(void)
+{
+#if DCACHE_FSAL_ALLOCATES_READ_BUFFER
+	return "the pool's (Ganesha asks the FSAL for them)";
+#else
+	return arena_thresholds
+		       ? "Ganesha's, kept in glibc's arenas between READs (up to 4 MiB each, 4 MiB free per arena)"
+		       : "Ganesha's, under glibc's dynamic thresholds";
+#endif
+}
+
 void dcache_rpc_buffers_install(void)
 {
 	const char *off = getenv("DCACHE_RPC_BUFFERS");
@@ -94,6 +139,7 @@ void dcache_rpc_buffers_install(void)
 	if (params == NULL || params->malloc_ == NULL ||
 	    params->free_size_ == NULL || params->realloc_ == NULL)
 		return; /* not in a server (dcache-check), or not set up yet */
+	keep_read_buffers();
 	rpc_saved = *params;
 	rpc_params = params;
 	__atomic_store_n(&params->realloc_, rpc_realloc, __ATOMIC_RELEASE);
