@@ -48,33 +48,11 @@ stamp "build for Ganesha $host_release"
 DCACHE_GANESHA=$host_release DCACHE_SKIP_SETUP=1 DCACHE_BUILD_DIR="$top/build" "$top/ci/build.sh"
 
 status=0
-# The other releases' roots (debootstrap, their packages, their Ganesha
-# source: mostly downloads and dpkg, a minute each) are made in the
-# background while the sanitizer builds run, on a full run; e2e_against
-# waits for them and prints what they said.
-roots_pid="" roots_log=""
-setup_other_roots() {
-  local rel
-  for rel in "${release_all[@]}"; do
-    [ "$rel" = "$host_release" ] || "$top/ci/setup.sh" --ganesha "$rel" || return 1
-  done
-}
-wait_other_roots() {  # the background setup's status (0 when none ran)
-  local rc=0
-  [ -n "$roots_pid" ] || return 0
-  wait "$roots_pid" || rc=$?
-  roots_pid=""
-  cat "$roots_log"
-  rm -f "$roots_log"
-  [ $rc -eq 0 ] || echo "test: setting up the other releases' roots failed (status $rc)" >&2
-  return $rc
-}
 # The end-to-end suite (or the ctest arguments given) against one release
 # other than the host's: its root, its module, each server chrooted there.
 e2e_against() {  # RELEASE CTEST-ARGS...
   local rel=$1
   shift
-  wait_other_roots || true   # setup.sh below says again what is missing
   stamp "end-to-end tests against Ganesha $rel${*:+ ($*)}"
   if "$top/ci/setup.sh" --ganesha "$rel" && DCACHE_SKIP_SETUP=1 "$top/ci/build.sh" --ganesha "$rel"; then
     DCACHE_GANESHA=$rel ctest --test-dir "$top/build" --output-on-failure -j"$(nproc)" -L e2e \
@@ -92,12 +70,6 @@ if [ -n "$only_release" ]; then
     e2e_against "$wanted_release" "$@"
   fi
   exit $status
-fi
-
-if [ $# -eq 0 ] || [ "$*" = "-L e2e" ]; then
-  roots_log=$(mktemp)
-  setup_other_roots >"$roots_log" 2>&1 &
-  roots_pid=$!
 fi
 
 # The core's unit tests again under the sanitizers (no Ganesha involved;
