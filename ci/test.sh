@@ -55,7 +55,7 @@ e2e_against() {  # RELEASE CTEST-ARGS...
   shift
   stamp "end-to-end tests against Ganesha $rel${*:+ ($*)}"
   if "$top/ci/setup.sh" --ganesha "$rel" && DCACHE_SKIP_SETUP=1 "$top/ci/build.sh" --ganesha "$rel"; then
-    DCACHE_GANESHA=$rel ctest --test-dir "$top/build" --output-on-failure -j"$(nproc)" -L e2e \
+    DCACHE_GANESHA=$rel ctest --test-dir "$top/build" --output-on-failure -L e2e \
       -E '^e2e_xfs_delalloc_repro$' "$@" || status=1
   else
     echo "test: setting up or building for Ganesha $rel failed" >&2
@@ -89,14 +89,14 @@ cmake --build --preset clang-tsa -j"$(nproc)" || { echo "test: the clang thread-
 stamp "every test against Ganesha $host_release"
 # e2e_bench_vanish fails, not skips, without the asan preset's dcache-bench
 if [ $# -eq 0 ]; then
-  # one test per core: the end-to-end tests own a loop device, a server
-  # in its namespaces and the page cache of their own files; those whose
-  # bounds a neighbour would move run alone (RUN_SERIAL, or PROCESSORS 2
-  # for the cluster's three heads: tests/e2e/CMakeLists.txt)
+  # the unit and lint tests one per core; the end-to-end tests one at a
+  # time: two at once (ctest -j2) saved 2-3 minutes, and its second run
+  # had a short WRITE in e2e_modes_sync never seen one at a time, not yet
+  # explained; the ALONE marks (tests/e2e/CMakeLists.txt) say which tests
+  # must never share the machine if they run two at once again
   ctest --test-dir "$top/build" --output-on-failure -j"$(nproc)" -L '^(unit|lint)$' || status=1
   stamp "end-to-end tests against Ganesha $host_release"
-  DCACHE_REQUIRE_ASAN_BENCH=1 ctest --test-dir "$top/build" --output-on-failure -j"$(nproc)" -LE '^(unit|lint)$' \
-    || status=1
+  DCACHE_REQUIRE_ASAN_BENCH=1 ctest --test-dir "$top/build" --output-on-failure -LE '^(unit|lint)$' || status=1
 else
   DCACHE_REQUIRE_ASAN_BENCH=1 ctest --test-dir "$top/build" --output-on-failure "$@" || status=1
 fi
