@@ -8,9 +8,10 @@ beside them:
     no error, at least 20 answers of each, and p99.9 of each under
     P999_MS, but for the READ on the saturated export: it needs a place,
     and places go first come first served, so it waits its turn in the
-    line as the load's own 4 KiB READs do: at least 10 answers, and p99.9
-    no worse than P999_MS or the load's 4 KiB READs' p99.9 (served in
-    turn, never passed over), whichever is higher;
+    line as the load's own 4 KiB READs do: at least 5 answers (a line up
+    to 1.6 s deep left 9 in the probe's 18 s in CI; a READ passed over
+    gets one or none), and p99.9 no worse than P999_MS or the load's 4 KiB
+    READs' p99.9 (served in turn, never passed over), whichever is higher;
   - new connections CREATE and write a 4 KiB file on each export (nfs-cp:
     mount, LOOKUP, CREATE, WRITE), one after another: every one succeeds
     within CREATE_MS (against the 30 s an RPC client waits).
@@ -133,7 +134,7 @@ def test_no_request_waits_behind_another_clients_admission(make_server, build, t
             print(f"probe /{e} {op}: {n} ops, p50 {r.get('lat_p50_us', 0) / 1e3:.1f} ms, "
                   f"p99.9 {p999:.1f} ms, max {r.get('lat_max_us', 0) / 1e3:.1f} ms")
             in_line = e == "a_direct" and op == "read"
-            least, bound = (10, max(P999_MS, in_turn_ms)) if in_line else (20, P999_MS)
+            least, bound = (5, max(P999_MS, in_turn_ms)) if in_line else (20, P999_MS)
             assert n >= least, f"probe /{e} {op}: only {n} answers"
             assert p999 <= bound, f"probe /{e} {op}: p99.9 {p999:.0f} ms > {bound:.0f} ms" + \
                 (" (the load's own 4 KiB READs' p99.9 on that export: served out of turn)" if in_line else "")
