@@ -7,8 +7,7 @@
 // is set to the same amount (a filler file fallocated outside the exports),
 // then 1 MiB WRITEs are sent back to back, each where the last one's
 // acknowledged bytes end, until one is refused; the raw (status, count)
-// replies are compared with VFS's, in two
-// scenarios:
+// replies are compared with VFS's, in two scenarios:
 //   - misaligned FILE_SYNC WRITEs (every one split in a direct mode), with
 //     room for ~5.3: the replies must be VFS's, reply for reply;
 //   - aligned UNSTABLE WRITEs with room for 24: the same full WRITEs, then
