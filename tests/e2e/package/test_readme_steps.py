@@ -96,15 +96,24 @@ class Machine:
         return subprocess.run(self.ns.argv(argv), capture_output=True, text=True, check=False, **kw)
 
     def daemon(self, argv, what, grace=5):
-        child = Child(self.ns.argv(self.root.argv(argv)), what, grace=grace, stdout=subprocess.DEVNULL,
-                      stderr=subprocess.DEVNULL)
+        """argv started in the root and the namespaces; what it prints goes
+        to a file named after it, for the failure message."""
+        out = os.path.join(self.tmp, re.sub(r"\W+", "-", what) + ".out")
+        with open(out, "wb") as f:
+            child = Child(self.ns.argv(self.root.argv(argv)), what, grace=grace, stdout=f, stderr=subprocess.STDOUT)
+        child.out = out
         self.stack.callback(child.stop)
         return child
 
     def ganesha_log(self, lines=25):
+        """ganesha.log's warnings and worse first (a short failure message
+        still names the cause), then its last lines."""
         path = self.root.root + "/var/log/ganesha/ganesha.log"
         with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as f:
-            return "ganesha.log:\n" + "\n".join("  | " + s for s in f.read().splitlines()[-lines:])
+            log = f.read().splitlines()
+            worse = [s for s in log if re.search(r" :(WARN|MAJ|CRIT|FATAL) :", s)]
+            return "ganesha.log, warnings and worse:\n" + "\n".join("  | " + s for s in worse[-lines:]) + \
+                "\nganesha.log, the end:\n" + "\n".join("  | " + s for s in log[-lines:])
         return "(no ganesha.log)"
 
     def start(self):
@@ -137,7 +146,13 @@ class Machine:
         try:
             wait_for(serving, 60, "ganesha.nfsd serving NFSv3 and v4", 0.2, alive=ganesha.alive)
         except Timeout as e:
-            pytest.fail(f"systemctl restart nfs-ganesha: {e}\n{self.ganesha_log()}")
+            status = ganesha.proc.poll()
+            with open(ganesha.out, encoding="utf-8", errors="replace") as f:
+                printed = f.read()[-3000:]
+            kernel = subprocess.run(["dmesg"], capture_output=True, text=True, check=False).stdout.splitlines()
+            pytest.fail(f"systemctl restart nfs-ganesha: {e} (exit status {status}; negative: the signal)\n"
+                        f"{self.ganesha_log()}\nwhat it printed:\n{printed}\nthe kernel on ganesha:\n" +
+                        "\n".join(s for s in kernel[-400:] if "ganesha" in s))
 
     def as_user(self, argv, **kw):
         """argv as an unprivileged client user, in the server's network."""
