@@ -53,8 +53,9 @@ status=0
 e2e_against() {  # RELEASE CTEST-ARGS...
   local rel=$1
   shift
-  stamp "end-to-end tests against Ganesha $rel${*:+ ($*)}"
+  stamp "set up and build for Ganesha $rel"
   if "$top/ci/setup.sh" --ganesha "$rel" && DCACHE_SKIP_SETUP=1 "$top/ci/build.sh" --ganesha "$rel"; then
+    stamp "end-to-end tests against Ganesha $rel${*:+ ($*)}"
     DCACHE_GANESHA=$rel ctest --test-dir "$top/build" --output-on-failure -L e2e \
       -E '^e2e_xfs_delalloc_repro$' "$@" || status=1
   else
