@@ -38,7 +38,7 @@ import time
 
 import pytest
 
-from dcache_testbed import releases, server, stats
+from dcache_testbed import kernel, releases, server, stats
 from dcache_testbed.freshroot import CACHE, FreshRoot
 from dcache_testbed.procs import Child, Timeout, wait_for
 from readme import steps, suite_of
@@ -137,6 +137,7 @@ class Machine:
             bus = self.daemon(["dbus-daemon", "--system", "--nofork", "--nopidfile"], "the root's system bus")
             wait_for(lambda: self.in_ns(["test", "-S", "/run/dbus/system_bus_socket"]).returncode == 0, 10,
                      "the system bus's socket", alive=bus.alive)
+        klog = self.stack.enter_context(kernel.KernelLog())
         ganesha = self.daemon(["/usr/bin/ganesha.nfsd", "-F", "-C", *shlex.split(options)], "ganesha.nfsd", 20)
 
         def serving():
@@ -149,10 +150,9 @@ class Machine:
             status = ganesha.proc.poll()
             with open(ganesha.out, encoding="utf-8", errors="replace") as f:
                 printed = f.read()[-3000:]
-            kernel = subprocess.run(["dmesg"], capture_output=True, text=True, check=False).stdout.splitlines()
             pytest.fail(f"systemctl restart nfs-ganesha: {e} (exit status {status}; negative: the signal)\n"
-                        f"{self.ganesha_log()}\nwhat it printed:\n{printed}\nthe kernel on ganesha:\n" +
-                        "\n".join(s for s in kernel[-400:] if "ganesha" in s))
+                        f"{self.ganesha_log()}\nwhat it printed:\n{printed}\nthe kernel on ganesha since the start:\n"
+                        + "\n".join(s for s in klog.lines() if "ganesha" in s))
 
     def as_user(self, argv, **kw):
         """argv as an unprivileged client user, in the server's network."""
