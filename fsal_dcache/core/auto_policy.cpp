@@ -44,7 +44,10 @@ auto_choice auto_decide(const dcache_settings &s, bool write, std::uint64_t leng
 	// Unknown memory has nothing free: streams go uncached.
 	if (!write && m.known() && m.free >= auto_reserve(m))
 		return cached(auto_reason::memory_free);
-	if (f.rereads)
+	// A rewrite replaces what was cached whole: keeping it saves no
+	// device read, and what it leaves is dirty.  Only a READ coming back
+	// is data used again.
+	if (f.rereads && !write)
 		return f.span <= auto_fit(m) ? cached(auto_reason::reused)
 					     : auto_choice{uncached, auto_reason::too_big};
 	return {uncached, auto_reason::stream};

@@ -17,9 +17,11 @@
 //                WRITE streams are not cached for spare memory: what they
 //                leave is dirty, and a COMMIT of GiBs of it costs more
 //                than the stream gains (docs/configuration.md, "auto");
-//   reused       a run that re-reads what the export's history holds
-//                stays cached while the data fits the page cache (at most
-//                half of what it could hold);
+//   reused       a READ run that re-reads what the export's history
+//                holds stays cached while the data fits the page cache (at
+//                most half of what it could hold); a WRITE run over it is a
+//                rewrite, which replaces the cached copy whole and gains
+//                nothing from it: a stream like any other;
 //   too_big      ... and goes the stream's way when it does not;
 //   stream       every other stream: Auto_Read_Stream / Auto_Write_Stream.
 #pragma once
