@@ -185,6 +185,7 @@ void dcache_rpc_buffers_install(void);
 bool dcache_rpc_buffers_installed(void);
 /* Where an NFSv3 READ's reply buffer comes from and how it is kept (the log). */
 const char *dcache_rpc_read_buffers(void);
+const char *dcache_rpc_registered(void);
 void dcache_rpc_buffers_remove(void);
 
 /* metrics.c: the export's series in Ganesha's monitoring registry (only

@@ -67,11 +67,12 @@ static fsal_status_t dcache_init_config(struct fsal_module *module,
 	(void)err_type;
 	LogInfo(COMPONENT_FSAL, "DCACHE: module loaded (FSAL API %d.%d)",
 		FSAL_MAJOR_VERSION, FSAL_MINOR_VERSION);
-	LogInfo(COMPONENT_FSAL, "DCACHE: RPC buffers of %zu KiB and more %s",
+	LogInfo(COMPONENT_FSAL, "DCACHE: RPC buffers of %zu KiB and more %s%s",
 		DCACHE_RPC_BUFFER_MIN >> 10,
 		dcache_rpc_buffers_installed()
-			? "page-aligned and reused"
-			: "left to Ganesha (DCACHE_RPC_BUFFERS=0, or no ntirpc table)");
+			? "page-aligned and reused, "
+			: "left to Ganesha (DCACHE_RPC_BUFFERS=0, or no ntirpc table)",
+		dcache_rpc_buffers_installed() ? dcache_rpc_registered() : "");
 	LogInfo(COMPONENT_FSAL, "DCACHE: READ reply buffers: %s",
 		dcache_rpc_read_buffers());
 	return fsalstat(ERR_FSAL_NO_ERROR, 0);

@@ -117,6 +117,37 @@ static void keep_read_buffers(void)
 #endif
 }
 
+/*
+ * Where every large buffer comes back through the pool (6.x: the receive
+ * buffers through the table below, the READ buffers through the FSAL's
+ * iov_release, file.c), the pool's buffers are registered with the
+ * io_uring rings: a direct step from or into one is a READ_FIXED or
+ * WRITE_FIXED, with no page pinning per request.  On 4.3 a READ's buffer
+ * is Ganesha's and a WRITE's copy could be freed by a plain free(): not
+ * registered.  DCACHE_RPC_FIXED=0 leaves them unregistered (for
+ * comparison).
+ */
+static bool rings_registered;
+
+static void register_with_rings(void)
+{
+#if DCACHE_FSAL_ALLOCATES_READ_BUFFER && DCACHE_WRITE_DATA_IN_RECV_BUFFER
+	const char *off = getenv("DCACHE_RPC_FIXED");
+
+	if (off != NULL && strcmp(off, "0") == 0)
+		return;
+	dcache_rpc_buffers_register(true);
+	rings_registered = true;
+#endif
+}
+
+const char *dcache_rpc_registered(void)
+{
+	return rings_registered
+		       ? "registered with the io_uring rings (no pinning per direct step)"
+		       : "not registered with the rings";
+}
+
 const char *dcache_rpc_read_buffers(void)
 {
 #if DCACHE_FSAL_ALLOCATES_READ_BUFFER
@@ -140,6 +171,7 @@ void dcache_rpc_buffers_install(void)
 	    params->free_size_ == NULL || params->realloc_ == NULL)
 		return; /* not in a server (dcache-check), or not set up yet */
 	keep_read_buffers();
+	register_with_rings();
 	rpc_saved = *params;
 	rpc_params = params;
 	__atomic_store_n(&params->realloc_, rpc_realloc, __ATOMIC_RELEASE);
@@ -156,6 +188,8 @@ void dcache_rpc_buffers_remove(void)
 {
 	if (rpc_params == NULL)
 		return;
+	dcache_rpc_buffers_register(false);
+	rings_registered = false;
 	__atomic_store_n(&rpc_params->malloc_, rpc_saved.malloc_,
 			 __ATOMIC_RELEASE);
 	__atomic_store_n(&rpc_params->realloc_, rpc_saved.realloc_,

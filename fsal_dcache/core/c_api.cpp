@@ -309,4 +309,9 @@ size_t dcache_rpc_buffer_size(const void *p) noexcept
 	return dcache::io::rpc_buffer_size(p);
 }
 
+void dcache_rpc_buffers_register(bool on) noexcept
+{
+	dcache::io::rpc_buffers_register(on);
+}
+
 } // extern "C"

@@ -90,9 +90,17 @@ void request_op::submit(io::request &req) noexcept
 		complete(run_now(req));
 		return;
 	}
-	if (req.buf_index >= 0)
+	if (req.buf_index >= 0) {
 		add(stat::bounce_steps_fixed);
 	backend().submit(req, *this);
+	} else if (_direct && req.fd == _direct->fd && req.iov_count == 1 &&
+		   (req.op == io::op_kind::read || req.op == io::op_kind::write)) {
+		// Straight from or into Ganesha's buffer: where it is one the
+		// ring has registered, its pages are not pinned for the request.
+		req.buf_index = backend().registered_index(req.iov[0].iov_base, req.iov[0].iov_len);
+		if (req.buf_index >= 0)
+			add(stat::rpc_steps_fixed);
+	}
 }
 
 core::plan request_op::plan_leased()

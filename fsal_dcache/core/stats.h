@@ -51,7 +51,8 @@ namespace dcache::core {
 	X(auto_write_backs) X(auto_history_entries) X(auto_history_bytes)                 \
 	X(write_bounced_bytes) X(write_unbounced_bytes)                                   \
 	X(read_bounced_bytes) X(read_unbounced_bytes)                                     \
-	X(bounce_buffers_reused) X(bounce_buffers_mapped) X(bounce_steps_fixed)
+	X(bounce_buffers_reused) X(bounce_buffers_mapped) X(bounce_steps_fixed)         \
+	X(rpc_steps_fixed)
 // clang-format on
 
 enum class stat : std::size_t {

@@ -1,5 +1,7 @@
 #include "dcache_io/fixed_buffers.h"
 
+#include "dcache_io/rpc_buffers.h"
+
 #include <liburing.h>
 #include <sys/mman.h>
 
@@ -25,7 +27,8 @@ std::unique_ptr<fixed_buffers> fixed_buffers::make(io_uring *ring, unsigned slot
 		err = ENOMEM;
 		return nullptr;
 	}
-	if (const int rc = io_uring_register_buffers_sparse(ring, slots); rc < 0) {
+	// Past the bounce buffers' slots, the RPC buffers' (rpc_buffers.h).
+	if (const int rc = io_uring_register_buffers_sparse(ring, slots + k_rpc_slots); rc < 0) {
 		err = -rc;
 		return nullptr;
 	}

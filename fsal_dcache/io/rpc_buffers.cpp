@@ -2,10 +2,14 @@
 
 #include "dcache_io/bounce_pool.h"
 
+#include <liburing.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +36,7 @@ public:
 	rpc_pool()
 	{
 		_out.reserve(4096);
+		_slots_free.reserve(k_rpc_slots);
 		add_trimmable(this);
 	}
 
@@ -51,8 +56,11 @@ public:
 				reused = true;
 			}
 		}
-		if (base == nullptr && (base = std::aligned_alloc(k_page, bytes)) == nullptr)
-			return nullptr;
+		if (base == nullptr) {
+			if ((base = std::aligned_alloc(k_page, bytes)) == nullptr)
+				return nullptr;
+			enroll(base, bytes);
+		}
 		void *p = place == rpc_place::start ? base : static_cast<char *>(base) + (bytes - size);
 		std::lock_guard lock(_m);
 		try {
@@ -60,6 +68,7 @@ public:
 			// may come back here: the new entry replaces it.
 			_out.insert_or_assign(p, entry{base, static_cast<std::uint32_t>(c)});
 		} catch (...) {
+			retire(base);
 			std::free(base);
 			return nullptr;
 		}
@@ -72,6 +81,7 @@ public:
 	{
 		void *base = nullptr;
 		std::size_t bytes = 0;
+		bool stale = false;
 		{
 			std::lock_guard lock(_m);
 			const auto it = _out.find(p);
@@ -82,9 +92,9 @@ public:
 			bytes = class_bytes(e.cls);
 			// A stale entry (the chunk was freed elsewhere and glibc gave
 			// the address to a smaller allocation): not ours any more.
-			if (e.base == p && malloc_usable_size(p) < bytes)
-				return false;
-			if (_cached + bytes <= k_rpc_cache_bytes) {
+			stale = e.base == p && malloc_usable_size(p) < bytes;
+			base = e.base;
+			if (!stale && _cached + bytes <= k_rpc_cache_bytes) {
 				try {
 					_free[e.cls].push_back(e.base);
 					_cached += bytes;
@@ -93,8 +103,10 @@ public:
 					// no room in the list: freed below
 				}
 			}
-			base = e.base;
 		}
+		retire(base);
+		if (stale)
+			return false;
 		std::free(base);
 		return true;
 	}
@@ -120,10 +132,54 @@ public:
 			bytes = _cached;
 			_cached = 0;
 		}
-		for (const auto &list : out)
-			for (void *b : list)
+		for (const auto &list : out) {
+			for (void *b : list) {
+				retire(b);
 				std::free(b);
+			}
+		}
 		return bytes;
+	}
+
+	// ---- registration with the rings ----
+
+	void registering(bool on) noexcept { _registering.store(on, std::memory_order_relaxed); }
+	bool registering() const noexcept { return _registering.load(std::memory_order_relaxed); }
+
+	void attach(io_uring *ring, unsigned base) noexcept
+	{
+		std::lock_guard lock(_rm);
+		try {
+			_rings.push_back(ring_entry{ring, base, std::vector<bool>(k_rpc_slots, false)});
+		} catch (...) {
+			return; // not attached: its steps are pinned per request
+		}
+		for (const auto &[addr, r] : _ranges)
+			enter(_rings.back(), r.slot, reinterpret_cast<void *>(addr), r.bytes);
+	}
+
+	void detach(io_uring *ring) noexcept
+	{
+		std::lock_guard lock(_rm);
+		std::erase_if(_rings, [ring](const ring_entry &r) { return r.ring == ring; });
+	}
+
+	int index(io_uring *ring, const void *p, std::size_t len) noexcept
+	{
+		if (_slotted.load(std::memory_order_relaxed) == 0)
+			return -1;
+		const auto a = reinterpret_cast<std::uintptr_t>(p);
+		std::lock_guard lock(_rm);
+		auto it = _ranges.upper_bound(a);
+		if (it == _ranges.begin())
+			return -1;
+		--it;
+		if (a + len > it->first + it->second.bytes)
+			return -1;
+		for (const ring_entry &r : _rings)
+			if (r.ring == ring)
+				return r.registered[it->second.slot] ? static_cast<int>(r.base + it->second.slot) : -1;
+		return -1;
 	}
 
 	rpc_buffer_stats counts() noexcept
@@ -132,7 +188,7 @@ public:
 		std::size_t cached = 0;
 		for (const auto &list : _free)
 			cached += list.size();
-		return {_gets, _reuses, _out.size(), cached};
+		return {_gets, _reuses, _out.size(), cached, _slotted.load(), _registrations.load()};
 	}
 
 private:
@@ -140,11 +196,102 @@ private:
 		void *base;
 		std::uint32_t cls;
 	};
+	struct range {
+		std::size_t bytes;
+		unsigned slot;
+	};
+	struct ring_entry {
+		io_uring *ring;
+		unsigned base;
+		std::vector<bool> registered; // by slot
+	};
+
+	// Gives a buffer just made a slot and registers it with every ring.
+	// Syscalls under _rm: only when a buffer is made or freed, or a ring
+	// attaches, never per request.
+	void enroll(void *base, std::size_t bytes) noexcept
+	{
+		if (!registering())
+			return;
+		const auto a = reinterpret_cast<std::uintptr_t>(base);
+		std::lock_guard lock(_rm);
+		// What overlaps it was freed elsewhere (a start buffer given back
+		// to glibc by a plain free()): its pages leave the rings now.
+		for (auto it = _ranges.lower_bound(a > k_rpc_max ? a - k_rpc_max : 0);
+		     it != _ranges.end() && it->first < a + bytes;) {
+			if (it->first + it->second.bytes > a)
+				it = drop(it);
+			else
+				++it;
+		}
+		if (_slots_free.empty() && _next_slot == k_rpc_slots)
+			return; // every slot taken: pinned per request
+		unsigned slot = 0;
+		if (!_slots_free.empty()) {
+			slot = _slots_free.back();
+			_slots_free.pop_back();
+		} else {
+			slot = _next_slot++;
+		}
+		try {
+			_ranges.emplace(a, range{bytes, slot});
+		} catch (...) {
+			_slots_free.push_back(slot); // reserved for every slot: never allocates
+			return;
+		}
+		_slotted.fetch_add(1, std::memory_order_relaxed);
+		for (ring_entry &r : _rings)
+			enter(r, slot, base, bytes);
+	}
+
+	// Before a buffer goes back to glibc: out of every ring, its slot free.
+	void retire(void *base) noexcept
+	{
+		if (_slotted.load(std::memory_order_relaxed) == 0)
+			return;
+		std::lock_guard lock(_rm);
+		if (const auto it = _ranges.find(reinterpret_cast<std::uintptr_t>(base)); it != _ranges.end())
+			(void)drop(it);
+	}
+
+	std::map<std::uintptr_t, range>::iterator drop(std::map<std::uintptr_t, range>::iterator it) noexcept
+	{
+		const unsigned slot = it->second.slot;
+		const iovec none{nullptr, 0};
+		for (ring_entry &r : _rings) {
+			if (!r.registered[slot])
+				continue;
+			(void)io_uring_register_buffers_update_tag(r.ring, r.base + slot, &none, nullptr, 1);
+			r.registered[slot] = false;
+		}
+		_slots_free.push_back(slot);
+		_slotted.fetch_sub(1, std::memory_order_relaxed);
+		return _ranges.erase(it);
+	}
+
+	void enter(ring_entry &r, unsigned slot, void *base, std::size_t bytes) noexcept
+	{
+		const iovec v{base, bytes};
+		if (io_uring_register_buffers_update_tag(r.ring, r.base + slot, &v, nullptr, 1) < 0)
+			return; // refused (memory lock limit, ...): pinned per request
+		r.registered[slot] = true;
+		_registrations.fetch_add(1, std::memory_order_relaxed);
+	}
+
 	std::mutex _m;
 	std::unordered_map<const void *, entry> _out;	  // handed out, by the pointer given
 	std::array<std::vector<void *>, k_classes> _free; // waiting for reuse, by class
 	std::size_t _cached = 0;			  // bytes in _free
 	std::uint64_t _gets = 0, _reuses = 0;
+
+	std::atomic<bool> _registering{false};
+	std::mutex _rm;				     // guards what follows
+	std::map<std::uintptr_t, range> _ranges;     // buffers holding a slot, by address
+	std::vector<unsigned> _slots_free;	     // given back; reserved for every slot
+	unsigned _next_slot = 0;		     // never given yet: [_next_slot, k_rpc_slots)
+	std::vector<ring_entry> _rings;
+	std::atomic<std::size_t> _slotted{0};	     // _ranges.size(), read without _rm
+	std::atomic<std::uint64_t> _registrations{0};
 };
 
 // Never destroyed: Ganesha may free a buffer while the process exits.
@@ -191,6 +338,36 @@ rpc_buffer_stats rpc_buffer_counts() noexcept
 {
 	rpc_pool *p = pool();
 	return p != nullptr ? p->counts() : rpc_buffer_stats{};
+}
+
+void rpc_buffers_register(bool on) noexcept
+{
+	if (rpc_pool *p = pool(); p != nullptr)
+		p->registering(on);
+}
+
+bool rpc_buffers_registering() noexcept
+{
+	rpc_pool *p = pool();
+	return p != nullptr && p->registering();
+}
+
+void rpc_buffers_attach(io_uring *ring, unsigned base) noexcept
+{
+	if (rpc_pool *p = pool(); p != nullptr)
+		p->attach(ring, base);
+}
+
+void rpc_buffers_detach(io_uring *ring) noexcept
+{
+	if (rpc_pool *p = pool(); p != nullptr)
+		p->detach(ring);
+}
+
+int rpc_buffer_index(io_uring *ring, const void *b, std::size_t len) noexcept
+{
+	rpc_pool *p = pool();
+	return b != nullptr && p != nullptr ? p->index(ring, b, len) : -1;
 }
 
 } // namespace dcache::io

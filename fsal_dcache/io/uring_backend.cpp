@@ -1,5 +1,7 @@
 #include "dcache_io/uring_backend.h"
 
+#include "dcache_io/rpc_buffers.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <liburing.h>
@@ -66,6 +68,8 @@ uring_backend::~uring_backend()
 		wake(); // the reaper cancels what it can and waits for the rest
 		_reaper.join();
 	}
+	if (_fixed)
+		rpc_buffers_detach(_ring.get());
 	_fixed.reset(); // its buffers unmapped; the ring's end unregisters them
 	// Cancels the wake-up read still armed.
 	if (_ring)
@@ -377,6 +381,11 @@ bounce_buffer uring_backend::bounce_get(std::size_t len) noexcept
 			return b;
 	}
 	return backend::bounce_get(len);
+}
+
+int uring_backend::registered_index(const void *p, std::size_t len) const noexcept
+{
+	return _fixed ? rpc_buffer_index(_ring.get(), p, len) : -1;
 }
 
 void uring_backend::bounce_put(const bounce_buffer &b) noexcept

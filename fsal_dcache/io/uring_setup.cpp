@@ -4,6 +4,8 @@
 // thread.
 #include "dcache_io/uring_backend.h"
 
+#include "dcache_io/rpc_buffers.h"
+
 #include <liburing.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -118,6 +120,10 @@ uring_open_result make_uring_backend(unsigned depth) noexcept
 		// (5.19); without, bounce buffers are pinned per request as
 		// before.
 		b->_fixed = fixed_buffers::make(b->_ring.get(), fixed_buffers::k_slots, b->_fixed_error);
+		// ... and the server's RPC buffers where they are registered
+		// (rpc_buffers.h): READs and WRITEs into and from them unpinned.
+		if (b->_fixed)
+			rpc_buffers_attach(b->_ring.get(), fixed_buffers::k_slots);
 		// Blocking: some kernels (< 6.x) fail an io_uring read of an
 		// O_NONBLOCK file with EAGAIN at once instead of waiting on its
 		// poll queue.  Writers never block (the counter never nears

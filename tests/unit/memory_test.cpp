@@ -9,8 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <liburing.h>
 #include <malloc.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -139,4 +142,82 @@ TEST(rpc_buffers, what_waits_for_reuse_is_bounded)
 		EXPECT_TRUE(rpc_buffer_put(p));
 	EXPECT_EQ(rpc_buffer_counts().cached * size, k_rpc_cache_bytes) << "the rest went back to glibc";
 	EXPECT_EQ(rpc_buffer_trim(), k_rpc_cache_bytes);
+}
+
+// Registered with a ring (Ganesha 6.x): each buffer holds one slot, the same
+// in every ring, from when it is made until it goes back to glibc; a range
+// inside a buffer has its slot's index, anything else -1.  A WRITE_FIXED
+// from a receive buffer writes what lies there.
+TEST(rpc_buffers, registered_with_the_rings_while_they_live)
+{
+	io_uring ring{};
+	if (io_uring_queue_init(8, &ring, 0) != 0)
+		GTEST_SKIP() << "no io_uring here";
+	constexpr unsigned base = 16;
+	if (const int rc = io_uring_register_buffers_sparse(&ring, base + k_rpc_slots); rc < 0) {
+		io_uring_queue_exit(&ring);
+		GTEST_SKIP() << "no sparse buffer table (kernel before 5.19): " << std::strerror(-rc);
+	}
+	(void)rpc_buffer_trim();
+	constexpr std::size_t mib = std::size_t{1} << 20, frag = mib + 172;
+	void *before = rpc_buffer_get(mib, rpc_place::start); // off: no slot
+	ASSERT_NE(before, nullptr);
+	rpc_buffers_register(true);
+	auto *early = static_cast<std::uint8_t *>(rpc_buffer_get(frag, rpc_place::end));
+	ASSERT_NE(early, nullptr);
+	rpc_buffers_attach(&ring, base); // registers what has a slot
+	auto *late = static_cast<std::uint8_t *>(rpc_buffer_get(mib, rpc_place::start));
+	ASSERT_NE(late, nullptr);
+	const rpc_buffer_stats c = rpc_buffer_counts();
+	EXPECT_EQ(c.slotted, 2u) << "made while registering: early and late";
+	if (c.registrations == 0) {
+		rpc_buffers_detach(&ring);
+		rpc_buffers_register(false);
+		io_uring_queue_exit(&ring);
+		for (void *p : {before, static_cast<void *>(early), static_cast<void *>(late)})
+			rpc_buffer_put(p);
+		GTEST_SKIP() << "the kernel registered nothing (RLIMIT_MEMLOCK?)";
+	}
+	const int ie = rpc_buffer_index(&ring, early + frag - mib, mib);
+	const int il = rpc_buffer_index(&ring, late, mib);
+	EXPECT_GE(ie, static_cast<int>(base));
+	EXPECT_GE(il, static_cast<int>(base));
+	EXPECT_NE(ie, il);
+	EXPECT_EQ(rpc_buffer_index(&ring, late + 4096, mib - 4096), il) << "a range inside";
+	EXPECT_EQ(rpc_buffer_index(&ring, late + 4096, mib), -1) << "past its end";
+	EXPECT_EQ(rpc_buffer_index(&ring, before, mib), -1) << "made before registering";
+	EXPECT_EQ(rpc_buffer_index(nullptr, late, mib), -1) << "another ring";
+
+	// The kernel takes it: a WRITE_FIXED from the receive buffer's payload.
+	char path[] = "/var/tmp/dcache_rpc_fixed_XXXXXX";
+	const int fd = mkstemp(path);
+	ASSERT_GE(fd, 0);
+	unlink(path);
+	std::uint8_t *payload = early + frag - mib;
+	std::memset(payload, 0x5a, mib);
+	io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	io_uring_prep_write_fixed(sqe, fd, payload, mib, 0, ie);
+	ASSERT_EQ(io_uring_submit(&ring), 1);
+	io_uring_cqe *cqe = nullptr;
+	ASSERT_EQ(io_uring_wait_cqe(&ring, &cqe), 0);
+	EXPECT_EQ(cqe->res, static_cast<int>(mib)) << std::strerror(-cqe->res);
+	io_uring_cqe_seen(&ring, cqe);
+	std::vector<std::uint8_t> back(mib);
+	ASSERT_EQ(pread(fd, back.data(), mib, 0), static_cast<ssize_t>(mib));
+	EXPECT_EQ(back[0], 0x5a);
+	EXPECT_EQ(back[mib - 1], 0x5a);
+	close(fd);
+
+	// Waiting for reuse, a buffer keeps its slot; back to glibc, it goes.
+	EXPECT_TRUE(rpc_buffer_put(late));
+	EXPECT_EQ(rpc_buffer_get(mib, rpc_place::start), late);
+	EXPECT_EQ(rpc_buffer_index(&ring, late, mib), il);
+	for (void *p : {before, static_cast<void *>(early), static_cast<void *>(late)})
+		EXPECT_TRUE(rpc_buffer_put(p));
+	(void)rpc_buffer_trim();
+	EXPECT_EQ(rpc_buffer_counts().slotted, 0u);
+	EXPECT_EQ(rpc_buffer_index(&ring, late, mib), -1);
+	rpc_buffers_detach(&ring);
+	rpc_buffers_register(false);
+	io_uring_queue_exit(&ring);
 }

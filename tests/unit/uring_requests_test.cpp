@@ -4,6 +4,8 @@
 // buffered WRITEs; and the settings of the asynchronous path.
 #include "async_requests.hpp"
 
+#include "dcache_io/rpc_buffers.h"
+
 namespace {
 
 using namespace dcache::test;
@@ -476,4 +478,90 @@ TEST(uring_requests, bounce_buffers_are_registered_and_reused)
 	if (fixed == 0)
 		GTEST_SKIP() << "the ring registers no buffers here (kernel before 5.19, or RLIMIT_MEMLOCK)";
 	EXPECT_EQ(fixed, steps) << "every bounced step issued on its registered buffer";
+}
+
+// Ganesha 6.x's own buffers registered with the ring (rpc_buffers.h): a
+// direct WRITE from a receive buffer's payload and a direct READ into a
+// READ buffer of the pool, whether made before the ring (registered when it
+// attaches) or after, are issued as WRITE_FIXED/READ_FIXED, uncopied; a
+// buffer of anyone else's is not.
+TEST(uring_requests, ganesha_buffers_registered_with_the_ring_are_issued_fixed)
+{
+	const char *dir = std::getenv("DCACHE_TEST_DIR");
+	std::string tmpl = std::string(dir != nullptr ? dir : "/var/tmp") + "/dcache_rpcfixed_XXXXXX";
+	const int fd = mkstemp(tmpl.data());
+	ASSERT_GE(fd, 0) << std::strerror(errno);
+	const int dfd = open(tmpl.c_str(), O_RDONLY | O_DIRECT);
+	unlink(tmpl.c_str());
+	if (dfd < 0) {
+		close(fd);
+		GTEST_SKIP() << "no O_DIRECT on " << tmpl << ": " << std::strerror(errno);
+	}
+	close(dfd);
+	namespace io = dcache::io;
+	(void)io::rpc_buffer_trim();
+	io::rpc_buffers_register(true);
+	constexpr std::size_t mib = std::size_t{1} << 20, frag = mib + 172;
+	auto *recv = static_cast<std::uint8_t *>(io::rpc_buffer_get(frag, io::rpc_place::end)); // before the ring
+	ASSERT_NE(recv, nullptr);
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DIRECT;
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.io_blocking_max = 0; // every direct step through the ring
+	dcache_export *exp = dcache_export_new(&s, "export 10 /rpcfixed");
+	ASSERT_NE(exp, nullptr);
+	const auto done = [&] {
+		io::rpc_buffers_register(false);
+		dcache_export_put(exp);
+		close(fd);
+	};
+	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
+		io::rpc_buffer_put(recv);
+		done();
+		GTEST_SKIP() << "io_uring unavailable here";
+	}
+	auto *rbuf = static_cast<std::uint8_t *>(io::rpc_buffer_get(mib, io::rpc_place::start)); // after
+	ASSERT_NE(rbuf, nullptr);
+	dcache_file *file = dcache_file_new(exp);
+	std::uint8_t *payload = recv + frag - mib;
+	std::memset(payload, 'w', mib);
+	struct iovec wv {
+		payload, mib
+	};
+	const dcache_io w{fd, 0, &wv, 1, false, nullptr};
+	const dcache_io_result wr = dcache_write(exp, file, &w);
+	ASSERT_EQ(wr.error, 0);
+	ASSERT_EQ(wr.bytes, mib);
+	struct iovec rv {
+		rbuf, mib
+	};
+	const dcache_io r{fd, 0, &rv, 1, false, nullptr};
+	const dcache_io_result rr = dcache_read(exp, file, &r);
+	ASSERT_EQ(rr.error, 0);
+	ASSERT_EQ(rr.bytes, mib);
+	EXPECT_EQ(rbuf[0], 'w');
+	EXPECT_EQ(rbuf[mib - 1], 'w');
+	const std::uint64_t fixed = stat_of(exp, "rpc_steps_fixed");
+	// Anyone else's page-aligned buffer: direct and uncopied, but pinned.
+	auto *other = static_cast<std::uint8_t *>(std::aligned_alloc(4096, mib));
+	struct iovec ov {
+		other, mib
+	};
+	const dcache_io o{fd, 0, &ov, 1, false, nullptr};
+	EXPECT_EQ(dcache_read(exp, file, &o).bytes, mib);
+	EXPECT_EQ(other[mib / 2], 'w');
+	std::free(other);
+	EXPECT_EQ(stat_of(exp, "rpc_steps_fixed"), fixed) << "not one of the pool's";
+	EXPECT_EQ(stat_of(exp, "write_unbounced_bytes"), mib);
+	EXPECT_EQ(stat_of(exp, "read_unbounced_bytes"), 2 * mib);
+	EXPECT_EQ(stat_of(exp, "bounce_steps_fixed"), 0u);
+	dcache_file_free(file);
+	io::rpc_buffer_put(recv);
+	io::rpc_buffer_put(rbuf);
+	const bool registered = io::rpc_buffer_counts().registrations > 0;
+	(void)io::rpc_buffer_trim();
+	done();
+	if (!registered)
+		GTEST_SKIP() << "the ring registered no buffers here (kernel before 5.19, or RLIMIT_MEMLOCK)";
+	EXPECT_EQ(fixed, 2u) << "the WRITE from the receive buffer, the READ into the pool's";
 }

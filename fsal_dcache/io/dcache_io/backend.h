@@ -198,6 +198,16 @@ public:
 	}
 	// Gives back what bounce_get returned, once no request uses it.
 	virtual void bounce_put(const bounce_buffer &b) noexcept { io::bounce_put(b.data, b.len); }
+	// The index (request::buf_index) of a buffer of the caller's that the
+	// backend has registered and that holds [p, p + len): the server's RPC
+	// buffers where they are registered with the ring (rpc_buffers.h); -1:
+	// none (the default).
+	[[nodiscard]] virtual int registered_index(const void *p, std::size_t len) const noexcept
+	{
+		(void)p;
+		(void)len;
+		return -1;
+	}
 
 	// ---- credentials (see class credentials) ----
 

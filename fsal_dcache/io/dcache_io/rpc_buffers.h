@@ -32,6 +32,8 @@
 #include <cstddef>
 #include <cstdint>
 
+struct io_uring;
+
 namespace dcache::io {
 
 enum class rpc_place : std::uint8_t { start, end };
@@ -52,11 +54,44 @@ bool rpc_buffer_put(void *p) noexcept;
 // bounce_trim when the server goes idle.
 std::size_t rpc_buffer_trim() noexcept;
 
+// ---- registered with the io_uring rings --------------------------------
+//
+// Where every buffer handed out comes back through rpc_buffer_put (Ganesha
+// 6.x and later: the receive buffers through the RPC library's hooks, the
+// READ buffers through the FSAL's release), the pool's buffers can be
+// registered with the rings: a direct step from or into one is then issued
+// as READ_FIXED/WRITE_FIXED, and the kernel does not pin its pages for
+// every request (gup_fast_fallback).  Each buffer has one slot of
+// k_rpc_slots, the same in every ring (a ring's slot base + it), from when
+// it is made until it goes back to glibc; registration and release happen
+// there and when a ring attaches, never per request.  A buffer handed back
+// to glibc elsewhere (plain free()) would leave its pages registered in the
+// rings while glibc gives its addresses to others: hence off until the
+// caller turns it on, knowing that every buffer comes back here.
+
+inline constexpr unsigned k_rpc_slots = 256;
+
+// On: buffers made from now on get a slot and are registered with every
+// ring attached.  Off: no new slots (those in use keep theirs until freed).
+void rpc_buffers_register(bool on) noexcept;
+[[nodiscard]] bool rpc_buffers_registering() noexcept;
+// ring takes the pool's buffers in its slots [base, base + k_rpc_slots)
+// (its sparse table must be that large): every buffer that has a slot is
+// registered with it now, every new one when it is made.  detach: before
+// the ring goes (its end drops the registrations).
+void rpc_buffers_attach(io_uring *ring, unsigned base) noexcept;
+void rpc_buffers_detach(io_uring *ring) noexcept;
+// The index in ring's table of the registered buffer holding [p, p + len),
+// or -1 (not one of the pool's, no slot, not registered with this ring).
+[[nodiscard]] int rpc_buffer_index(io_uring *ring, const void *p, std::size_t len) noexcept;
+
 struct rpc_buffer_stats {
 	std::uint64_t gets = 0;	  // buffers handed out
 	std::uint64_t reuses = 0; // of which were waiting for reuse
 	std::size_t in_use = 0;	  // handed out, not yet given back
 	std::size_t cached = 0;	  // waiting for reuse
+	std::size_t slotted = 0;  // holding a slot (registered with the rings attached)
+	std::uint64_t registrations = 0; // buffers registered with a ring, ring by ring
 };
 [[nodiscard]] rpc_buffer_stats rpc_buffer_counts() noexcept;
 

@@ -144,6 +144,8 @@ public:
 	// the process's pool.
 	[[nodiscard]] bounce_buffer bounce_get(std::size_t len) noexcept override;
 	void bounce_put(const bounce_buffer &b) noexcept override;
+	// The server's RPC buffers registered with this ring (rpc_buffers.h).
+	[[nodiscard]] int registered_index(const void *p, std::size_t len) const noexcept override;
 	// The ring's registered buffers; nullptr where the kernel refused the
 	// table (errno in fixed_error()).
 	[[nodiscard]] const fixed_buffers *fixed() const noexcept { return _fixed.get(); }
