@@ -41,12 +41,13 @@ auto_choice auto_decide(const dcache_settings &s, bool write, std::uint64_t leng
 		return cached(auto_reason::small);
 	if (f.run_bytes < (static_cast<std::uint64_t>(s.auto_stream_min_mib) << 20))
 		return cached(auto_reason::no_stream);
-	// Unknown memory has nothing free: streams go uncached.
-	if (!write && m.known() && m.free >= auto_reserve(m))
-		return cached(auto_reason::memory_free);
 	// A rewrite replaces what was cached whole: keeping it saves no
-	// device read, and what it leaves is dirty.  Only a READ coming back
-	// is data used again.
+	// device read, only leaves pages to write back.  Only a READ coming
+	// back is data used again.
+	const bool rewrite = write && f.rereads;
+	// Unknown memory has nothing free: streams go uncached.
+	if (!rewrite && m.known() && m.free >= auto_reserve(m))
+		return cached(auto_reason::memory_free);
 	if (f.rereads && !write)
 		return f.span <= auto_fit(m) ? cached(auto_reason::reused)
 					     : auto_choice{uncached, auto_reason::too_big};

@@ -12,11 +12,12 @@
 //   no_stream    so does one whose run had not moved Auto_Stream_Min_MiB
 //                before it (random I/O, files no larger than that, the
 //                start of every stream);
-//   memory_free  a READ stream stays cached while the page cache can take
-//                it without evicting anything (free above the reserve);
-//                WRITE streams are not cached for spare memory: what they
-//                leave is dirty, and a COMMIT of GiBs of it costs more
-//                than the stream gains (docs/configuration.md, "auto");
+//   memory_free  a stream stays cached while the page cache can take it
+//                without evicting anything (free above the reserve); a
+//                WRITE stream so cached is written behind (each WRITE's
+//                pages go to write-back as it is answered: auto_resolution
+//                ::write_behind), so that it leaves clean pages, not GiBs
+//                of dirty ones for a COMMIT; not a rewrite (below);
 //   reused       a READ run that re-reads what the export's history
 //                holds stays cached while the data fits the page cache (at
 //                most half of what it could hold); a WRITE run over it is a

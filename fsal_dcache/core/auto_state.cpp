@@ -213,6 +213,7 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 		const io::memory_state m = e.memory();
 		out.choice = auto_decide(s, write, length, observe(e, *r, s, offset, length, m), m);
 	}
+	out.write_behind = write && out.choice.reason == auto_reason::memory_free;
 	if (write && r != nullptr) {
 		if (out.choice.cached()) {
 			if (!r->cached_writes.load(std::memory_order_relaxed))

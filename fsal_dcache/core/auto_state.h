@@ -98,6 +98,10 @@ struct auto_resolution {
 	// file's dirty pages are written back first (docs/architecture.md,
 	// "Delayed allocation and O_DIRECT").
 	bool write_back_first = false;
+	// A WRITE stream cached for spare memory (memory_free): its pages go
+	// to write-back as soon as they are written, as a direct-mode WRITE's
+	// cached edges do, so that it leaves clean pages behind.
+	bool write_behind = false;
 };
 
 // The mode of one READ or WRITE of an export whose IO_Cache_Read (write

@@ -47,6 +47,7 @@ void request_op::resolve_auto() noexcept
 	const auto_resolution r = auto_resolve(_e, _f, _s, write, _io.offset, _total);
 	mode = r.choice.mode;
 	_write_back_first = r.write_back_first;
+	_write_behind = r.write_behind;
 }
 
 // Registers the calling thread's credentials for every step (later steps
@@ -92,7 +93,6 @@ void request_op::submit(io::request &req) noexcept
 	}
 	if (req.buf_index >= 0) {
 		add(stat::bounce_steps_fixed);
-	backend().submit(req, *this);
 	} else if (_direct && req.fd == _direct->fd && req.iov_count == 1 &&
 		   (req.op == io::op_kind::read || req.op == io::op_kind::write)) {
 		// Straight from or into Ganesha's buffer: where it is one the
@@ -101,6 +101,7 @@ void request_op::submit(io::request &req) noexcept
 		if (req.buf_index >= 0)
 			add(stat::rpc_steps_fixed);
 	}
+	backend().submit(req, *this);
 }
 
 core::plan request_op::plan_leased()

@@ -169,6 +169,9 @@ protected:
 	// A WRITE that auto sends direct writes the file's cached WRITEs back
 	// first (auto_resolution::write_back_first).
 	bool _write_back_first = false;
+	// auto cached this WRITE for spare memory: its cached steps are
+	// written back as they complete (auto_resolution::write_behind).
+	bool _write_behind = false;
 
 private:
 	// An auto mode of the request's kind into the mode it runs with.

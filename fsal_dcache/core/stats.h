@@ -48,7 +48,8 @@ namespace dcache::core {
 	X(read_auto_reused) X(read_auto_too_big) X(read_auto_stream)                      \
 	X(write_auto_small) X(write_auto_no_stream) X(write_auto_memory_free)            \
 	X(write_auto_reused) X(write_auto_too_big) X(write_auto_stream)                   \
-	X(auto_write_backs) X(auto_history_entries) X(auto_history_bytes)                 \
+	X(auto_write_backs) X(auto_write_behind)                                          \
+	X(auto_history_entries) X(auto_history_bytes)                                     \
 	X(write_bounced_bytes) X(write_unbounced_bytes)                                   \
 	X(read_bounced_bytes) X(read_unbounced_bytes)                                     \
 	X(bounce_buffers_reused) X(bounce_buffers_mapped) X(bounce_steps_fixed)         \

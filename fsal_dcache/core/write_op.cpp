@@ -82,6 +82,13 @@ void write_op::plan()
 	_split = p.disp == disposition::split;
 	DTRACE_PROBE4(dcache, write_plan, _io.offset, _total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
 	_steps = write_steps(_s, p, _io.offset, _total);
+	if (_write_behind) {
+		// auto's stream cached for spare memory: written behind, so
+		// the pages it leaves are clean.
+		for (step &st : _steps.all())
+			st.writeback = st.writeback || st.kind == step_kind::buffered;
+		add(stat::auto_write_behind);
+	}
 	enter_fence();
 	_state = state::steps;
 	if (_write_back_first) {
@@ -354,14 +361,15 @@ void write_op::on_step_result(io::result r)
 void write_op::on_writeback_result(io::result r) noexcept
 {
 	// A DONTCACHE fallback's piece (counted as fallback_no_dontcache), a
-	// direct WRITE's cached edge, or the whole file before auto's first
-	// direct WRITE (counted as auto_write_backs; its range is empty).
+	// direct WRITE's cached edge, auto's write-behind (auto_write_behind),
+	// or the whole file before auto's first direct WRITE (counted as
+	// auto_write_backs; its range is empty).
 	const bool fallback = _drop_len > 0, whole_file = _wb_hi == 0;
 	if (fallback) {
 		_later.flush_and_drop(_io.fd, _drop_lo, _drop_len);
 		_drop_len = 0;
-	} else if (!whole_file) {
-		add(stat::edge_writebacks);
+	} else if (!whole_file && !_write_behind) {
+		add(stat::edge_writebacks); // auto's write-behind counted apart
 	}
 	if (r.ok())
 		return;

@@ -108,14 +108,30 @@ TEST_F(auto_path, with_memory_to_spare_a_read_stream_stays_cached)
 	EXPECT_EQ(stat("read_direct"), 0u);
 }
 
-TEST_F(auto_path, a_write_stream_goes_dontcache_even_with_memory_to_spare)
+// With memory to spare a WRITE stream stays cached, written behind: each
+// WRITE's pages go to write-back as it is answered, so that it leaves clean
+// pages; the same stream written again is a rewrite and goes the stream's
+// way.
+TEST_F(auto_path, with_memory_to_spare_a_write_stream_stays_cached_written_behind)
 {
 	g_memory = k_plenty;
 	write_mib(0, 8);
 	EXPECT_EQ(stat("write_auto_no_stream"), 4u);
-	EXPECT_EQ(stat("write_auto_stream"), 4u);
+	EXPECT_EQ(stat("write_auto_memory_free"), 4u);
+	EXPECT_EQ(stat("write_buffered"), 8u);
+	EXPECT_EQ(stat("auto_write_behind"), 4u);
+	std::vector<std::pair<std::uint64_t, std::uint64_t>> wb;
+	for (const fake_backend::call &c : fb.calls())
+		if (c.op == op_kind::writeback)
+			wb.emplace_back(c.offset, c.length);
+	const std::vector<std::pair<std::uint64_t, std::uint64_t>> expected = {
+		{4 * MiB, MiB}, {5 * MiB, MiB}, {6 * MiB, MiB}, {7 * MiB, MiB}};
+	EXPECT_EQ(wb, expected) << "each cached stream WRITE's own pages, as it is written";
+
+	write_mib(0, 8);
+	EXPECT_EQ(stat("write_auto_stream"), 4u) << "written again: a rewrite";
 	EXPECT_EQ(stat("write_dontcache"), 4u);
-	EXPECT_EQ(stat("write_buffered"), 4u);
+	EXPECT_EQ(stat("auto_write_behind"), 4u);
 }
 
 TEST_F(auto_path, small_requests_stay_cached_and_keep_no_state)

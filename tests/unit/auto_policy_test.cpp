@@ -97,10 +97,17 @@ INSTANTIATE_TEST_SUITE_P(
 			    false, MiB, run(GiB), k_short, dontcache(auto_reason::stream)},
 		decide_case{"stream_modes_from_the_settings_write", with(DCACHE_MODE_DONTCACHE, DCACHE_MODE_DIRECT),
 			    true, MiB, run(GiB), k_short, direct(auto_reason::stream)},
-		// memory to spare: READ streams stay cached, WRITE streams do not
+		// memory to spare: streams stay cached (WRITEs written behind), rewrites do not
 		decide_case{"read_stream_memory_free", k_defaults, false, MiB, run(GiB), k_plenty,
 			    cached(auto_reason::memory_free)},
-		decide_case{"write_stream_memory_free_still_uncached", k_defaults, true, MiB, run(GiB), k_plenty,
+		decide_case{"write_stream_memory_free_cached", k_defaults, true, MiB, run(GiB), k_plenty,
+			    cached(auto_reason::memory_free)},
+		decide_case{"rewrite_memory_free_still_a_stream", k_defaults, true, MiB, run(GiB, true, 100 * MiB),
+			    k_plenty, dontcache(auto_reason::stream)},
+		decide_case{"write_stream_free_below_the_reserve", k_defaults, true, MiB, run(GiB),
+			    memory_state{128 * MiB - 1, GiB, memory_state::source::cgroup_v1},
+			    dontcache(auto_reason::stream)},
+		decide_case{"write_stream_unknown_memory", k_defaults, true, MiB, run(GiB), k_unknown,
 			    dontcache(auto_reason::stream)},
 		// the reserve: an eighth of 1 GiB is 128 MiB
 		decide_case{"free_at_the_reserve", k_defaults, false, MiB, run(GiB),
