@@ -406,6 +406,34 @@ TEST(uring_requests, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 	close(dfd);
 }
 
+namespace {
+
+// An unlinked temporary file in $DCACHE_TEST_DIR (else /var/tmp) that
+// O_DIRECT can open: its descriptor; -1 if none could be made, -2 if the
+// filesystem refuses O_DIRECT (why says which).
+int direct_temp_file(const char *name, std::string &why)
+{
+	const char *dir = std::getenv("DCACHE_TEST_DIR");
+	std::string tmpl = std::string(dir != nullptr ? dir : "/var/tmp") + "/" + name + "_XXXXXX";
+	const int fd = mkstemp(tmpl.data());
+	if (fd < 0) {
+		why = "mkstemp " + tmpl + ": " + std::strerror(errno);
+		return -1;
+	}
+	const int dfd = open(tmpl.c_str(), O_RDONLY | O_DIRECT);
+	const int err = errno;
+	unlink(tmpl.c_str());
+	if (dfd < 0) {
+		close(fd);
+		why = "no O_DIRECT on " + tmpl + ": " + std::strerror(err);
+		return -2;
+	}
+	close(dfd);
+	return fd;
+}
+
+} // namespace
+
 // Bounce buffers over the real ring: a direct WRITE of a payload the device
 // cannot take where it lies, and a READ into such memory, each copied once
 // through a buffer the ring registered, issued as WRITE_FIXED/READ_FIXED
@@ -413,17 +441,11 @@ TEST(uring_requests, overlapping_direct_and_buffered_writes_keep_fsync_clean)
 // request (no page faults, no zeroing).
 TEST(uring_requests, bounce_buffers_are_registered_and_reused)
 {
-	const char *dir = std::getenv("DCACHE_TEST_DIR");
-	std::string tmpl = std::string(dir != nullptr ? dir : "/var/tmp") + "/dcache_fixed_XXXXXX";
-	const int fd = mkstemp(tmpl.data());
-	ASSERT_GE(fd, 0) << std::strerror(errno);
-	const int dfd = open(tmpl.c_str(), O_RDONLY | O_DIRECT);
-	unlink(tmpl.c_str());
-	if (dfd < 0) {
-		close(fd);
-		GTEST_SKIP() << "no O_DIRECT on " << tmpl << ": " << std::strerror(errno);
-	}
-	close(dfd);
+	std::string why;
+	const int fd = direct_temp_file("dcache_fixed", why);
+	if (fd == -2)
+		GTEST_SKIP() << why;
+	ASSERT_GE(fd, 0) << why;
 	dcache_settings s = dcache_settings_default();
 	s.io_cache_read = DCACHE_MODE_DIRECT;
 	s.io_cache_write = DCACHE_MODE_DIRECT;
@@ -487,17 +509,11 @@ TEST(uring_requests, bounce_buffers_are_registered_and_reused)
 // buffer of anyone else's is not.
 TEST(uring_requests, ganesha_buffers_registered_with_the_ring_are_issued_fixed)
 {
-	const char *dir = std::getenv("DCACHE_TEST_DIR");
-	std::string tmpl = std::string(dir != nullptr ? dir : "/var/tmp") + "/dcache_rpcfixed_XXXXXX";
-	const int fd = mkstemp(tmpl.data());
-	ASSERT_GE(fd, 0) << std::strerror(errno);
-	const int dfd = open(tmpl.c_str(), O_RDONLY | O_DIRECT);
-	unlink(tmpl.c_str());
-	if (dfd < 0) {
-		close(fd);
-		GTEST_SKIP() << "no O_DIRECT on " << tmpl << ": " << std::strerror(errno);
-	}
-	close(dfd);
+	std::string why;
+	const int fd = direct_temp_file("dcache_rpcfixed", why);
+	if (fd == -2)
+		GTEST_SKIP() << why;
+	ASSERT_GE(fd, 0) << why;
 	namespace io = dcache::io;
 	(void)io::rpc_buffer_trim();
 	io::rpc_buffers_register(true);
