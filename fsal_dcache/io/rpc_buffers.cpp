@@ -285,12 +285,12 @@ private:
 	std::uint64_t _gets = 0, _reuses = 0;
 
 	std::atomic<bool> _registering{false};
-	std::mutex _rm;				     // guards what follows
-	std::map<std::uintptr_t, range> _ranges;     // buffers holding a slot, by address
-	std::vector<unsigned> _slots_free;	     // given back; reserved for every slot
-	unsigned _next_slot = 0;		     // never given yet: [_next_slot, k_rpc_slots)
+	std::mutex _rm;				 // guards what follows
+	std::map<std::uintptr_t, range> _ranges; // buffers holding a slot, by address
+	std::vector<unsigned> _slots_free;	 // given back; reserved for every slot
+	unsigned _next_slot = 0;		 // never given yet: [_next_slot, k_rpc_slots)
 	std::vector<ring_entry> _rings;
-	std::atomic<std::size_t> _slotted{0};	     // _ranges.size(), read without _rm
+	std::atomic<std::size_t> _slotted{0}; // _ranges.size(), read without _rm
 	std::atomic<std::uint64_t> _registrations{0};
 };
 

@@ -86,11 +86,11 @@ void rpc_buffers_detach(io_uring *ring) noexcept;
 [[nodiscard]] int rpc_buffer_index(io_uring *ring, const void *p, std::size_t len) noexcept;
 
 struct rpc_buffer_stats {
-	std::uint64_t gets = 0;	  // buffers handed out
-	std::uint64_t reuses = 0; // of which were waiting for reuse
-	std::size_t in_use = 0;	  // handed out, not yet given back
-	std::size_t cached = 0;	  // waiting for reuse
-	std::size_t slotted = 0;  // holding a slot (registered with the rings attached)
+	std::uint64_t gets = 0;		 // buffers handed out
+	std::uint64_t reuses = 0;	 // of which were waiting for reuse
+	std::size_t in_use = 0;		 // handed out, not yet given back
+	std::size_t cached = 0;		 // waiting for reuse
+	std::size_t slotted = 0;	 // holding a slot (registered with the rings attached)
 	std::uint64_t registrations = 0; // buffers registered with a ring, ring by ring
 };
 [[nodiscard]] rpc_buffer_stats rpc_buffer_counts() noexcept;
