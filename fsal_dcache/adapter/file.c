@@ -350,7 +350,7 @@ static void read_buffer(struct dcache_fsal_export *exp, struct fsal_io_arg *arg)
 		return; /* the caller's own */
 	len = arg->iov[0].iov_len;
 	if (len >= DCACHE_RPC_BUFFER_MIN)
-		p = dcache_rpc_buffer_get(len, DCACHE_RPC_START);
+		p = dcache_rpc_buffer_get(len, DCACHE_RPC_READ);
 	if (p == NULL)
 		p = gsh_malloc_aligned(4096, len > 0 ? len : 1);
 	arg->iov[0].iov_base = p;

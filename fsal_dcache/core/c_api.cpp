@@ -295,8 +295,11 @@ void dcache_set_log(dcache_log_fn fn) noexcept
 void *dcache_rpc_buffer_get(size_t size, enum dcache_rpc_place place) noexcept
 {
 	static_assert(DCACHE_RPC_BUFFER_MIN == dcache::io::k_rpc_min);
-	return dcache::io::rpc_buffer_get(size, place == DCACHE_RPC_END ? dcache::io::rpc_place::end
-									: dcache::io::rpc_place::start);
+	using dcache::io::rpc_place;
+	const rpc_place p = place == DCACHE_RPC_END    ? rpc_place::end
+			    : place == DCACHE_RPC_READ ? rpc_place::read
+						       : rpc_place::start;
+	return dcache::io::rpc_buffer_get(size, p);
 }
 
 bool dcache_rpc_buffer_put(void *p) noexcept

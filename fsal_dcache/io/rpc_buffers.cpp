@@ -45,13 +45,17 @@ public:
 		if (size < k_rpc_min || size > k_rpc_max)
 			return nullptr;
 		const std::size_t c = class_of(size), bytes = class_bytes(c);
+		// Only the buffers direct I/O uses, which come back here alone,
+		// are registered with the rings; they wait for reuse apart.
+		const bool io = place != rpc_place::start;
+		free_lists &waiting = _free[io ? 1 : 0];
 		void *base = nullptr;
 		bool reused = false;
 		{
 			std::lock_guard lock(_m);
-			if (!_free[c].empty()) {
-				base = _free[c].back();
-				_free[c].pop_back();
+			if (!waiting[c].empty()) {
+				base = waiting[c].back();
+				waiting[c].pop_back();
 				_cached -= bytes;
 				reused = true;
 			}
@@ -59,14 +63,15 @@ public:
 		if (base == nullptr) {
 			if ((base = std::aligned_alloc(k_page, bytes)) == nullptr)
 				return nullptr;
-			enroll(base, bytes);
+			if (io)
+				enroll(base, bytes);
 		}
-		void *p = place == rpc_place::start ? base : static_cast<char *>(base) + (bytes - size);
+		void *p = place == rpc_place::end ? static_cast<char *>(base) + (bytes - size) : base;
 		std::lock_guard lock(_m);
 		try {
 			// A start buffer freed elsewhere leaves its entry; its address
 			// may come back here: the new entry replaces it.
-			_out.insert_or_assign(p, entry{base, static_cast<std::uint32_t>(c)});
+			_out.insert_or_assign(p, entry{base, static_cast<std::uint32_t>(c), io});
 		} catch (...) {
 			retire(base);
 			std::free(base);
@@ -96,7 +101,7 @@ public:
 			base = e.base;
 			if (!stale && _cached + bytes <= k_rpc_cache_bytes) {
 				try {
-					_free[e.cls].push_back(e.base);
+					_free[e.io ? 1 : 0][e.cls].push_back(e.base);
 					_cached += bytes;
 					return true;
 				} catch (...) {
@@ -123,19 +128,20 @@ public:
 
 	std::size_t trim() noexcept override
 	{
-		std::array<std::vector<void *>, k_classes> out;
+		std::array<free_lists, 2> out;
 		std::size_t bytes = 0;
 		{
 			std::lock_guard lock(_m);
-			for (std::size_t c = 0; c < k_classes; ++c)
-				out[c].swap(_free[c]);
+			out.swap(_free);
 			bytes = _cached;
 			_cached = 0;
 		}
-		for (const auto &list : out) {
-			for (void *b : list) {
-				retire(b);
-				std::free(b);
+		for (const free_lists &kind : out) {
+			for (const auto &list : kind) {
+				for (void *b : list) {
+					retire(b);
+					std::free(b);
+				}
 			}
 		}
 		return bytes;
@@ -186,8 +192,9 @@ public:
 	{
 		std::lock_guard lock(_m);
 		std::size_t cached = 0;
-		for (const auto &list : _free)
-			cached += list.size();
+		for (const free_lists &kind : _free)
+			for (const auto &list : kind)
+				cached += list.size();
 		return {_gets, _reuses, _out.size(), cached, _slotted.load(), _registrations.load()};
 	}
 
@@ -195,7 +202,9 @@ private:
 	struct entry {
 		void *base;
 		std::uint32_t cls;
+		bool io; // a direct-I/O buffer: registered where that is on
 	};
+	using free_lists = std::array<std::vector<void *>, k_classes>; // by class
 	struct range {
 		std::size_t bytes;
 		unsigned slot;
@@ -279,9 +288,9 @@ private:
 	}
 
 	std::mutex _m;
-	std::unordered_map<const void *, entry> _out;	  // handed out, by the pointer given
-	std::array<std::vector<void *>, k_classes> _free; // waiting for reuse, by class
-	std::size_t _cached = 0;			  // bytes in _free
+	std::unordered_map<const void *, entry> _out; // handed out, by the pointer given
+	std::array<free_lists, 2> _free;	      // waiting for reuse: [0] plain, [1] direct I/O's
+	std::size_t _cached = 0;		      // bytes in _free
 	std::uint64_t _gets = 0, _reuses = 0;
 
 	std::atomic<bool> _registering{false};

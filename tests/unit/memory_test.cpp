@@ -144,11 +144,13 @@ TEST(rpc_buffers, what_waits_for_reuse_is_bounded)
 	EXPECT_EQ(rpc_buffer_trim(), k_rpc_cache_bytes);
 }
 
-// Registered with a ring (Ganesha 6.x): each buffer holds one slot, the same
-// in every ring, from when it is made until it goes back to glibc; a range
-// inside a buffer has its slot's index, anything else -1.  A WRITE_FIXED
-// from a receive buffer writes what lies there.
-TEST(rpc_buffers, registered_with_the_rings_while_they_live)
+// Registered with a ring (Ganesha 6.x): the buffers direct I/O uses (end:
+// receive buffers; read: READ reply buffers) each hold one slot, the same
+// in every ring, from when they are made until they go back to glibc; a
+// range inside one has its slot's index, anything else -1.  Start buffers
+// (anyone else's, which might be freed elsewhere) are never registered.  A
+// WRITE_FIXED from a receive buffer writes what lies there.
+TEST(rpc_buffers, direct_io_buffers_registered_with_the_rings_while_they_live)
 {
 	io_uring ring{};
 	if (io_uring_queue_init(8, &ring, 0) != 0)
@@ -160,24 +162,38 @@ TEST(rpc_buffers, registered_with_the_rings_while_they_live)
 	}
 	(void)rpc_buffer_trim();
 	constexpr std::size_t mib = std::size_t{1} << 20, frag = mib + 172;
-	void *before = rpc_buffer_get(mib, rpc_place::start); // off: no slot
-	ASSERT_NE(before, nullptr);
+	std::vector<void *> out;
+	// Whatever happens below: the buffers back, the ring out of the pool
+	// and gone, registration off (the pool outlives the test).
+	struct cleanup {
+		io_uring *ring;
+		std::vector<void *> &out;
+		~cleanup()
+		{
+			for (void *p : out)
+				(void)rpc_buffer_put(p);
+			(void)rpc_buffer_trim();
+			rpc_buffers_detach(ring);
+			rpc_buffers_register(false);
+			io_uring_queue_exit(ring);
+		}
+	} done{&ring, out};
+	const auto get = [&](std::size_t size, rpc_place place) {
+		out.push_back(rpc_buffer_get(size, place));
+		return static_cast<std::uint8_t *>(out.back());
+	};
+	std::uint8_t *before = get(mib, rpc_place::read); // registration off: no slot
 	rpc_buffers_register(true);
-	auto *early = static_cast<std::uint8_t *>(rpc_buffer_get(frag, rpc_place::end));
-	ASSERT_NE(early, nullptr);
+	std::uint8_t *early = get(frag, rpc_place::end);
 	rpc_buffers_attach(&ring, base); // registers what has a slot
-	auto *late = static_cast<std::uint8_t *>(rpc_buffer_get(mib, rpc_place::start));
-	ASSERT_NE(late, nullptr);
+	std::uint8_t *late = get(mib, rpc_place::read);
+	std::uint8_t *plain = get(2 * mib, rpc_place::start);
+	for (const void *p : out)
+		ASSERT_NE(p, nullptr);
 	const rpc_buffer_stats c = rpc_buffer_counts();
-	EXPECT_EQ(c.slotted, 2u) << "made while registering: early and late";
-	if (c.registrations == 0) {
-		rpc_buffers_detach(&ring);
-		rpc_buffers_register(false);
-		io_uring_queue_exit(&ring);
-		for (void *p : {before, static_cast<void *>(early), static_cast<void *>(late)})
-			rpc_buffer_put(p);
+	EXPECT_EQ(c.slotted, 2u) << "made while registering, for direct I/O: early and late";
+	if (c.registrations == 0)
 		GTEST_SKIP() << "the kernel registered nothing (RLIMIT_MEMLOCK?)";
-	}
 	const int ie = rpc_buffer_index(&ring, early + frag - mib, mib);
 	const int il = rpc_buffer_index(&ring, late, mib);
 	EXPECT_GE(ie, static_cast<int>(base));
@@ -186,6 +202,7 @@ TEST(rpc_buffers, registered_with_the_rings_while_they_live)
 	EXPECT_EQ(rpc_buffer_index(&ring, late + 4096, mib - 4096), il) << "a range inside";
 	EXPECT_EQ(rpc_buffer_index(&ring, late + 4096, mib), -1) << "past its end";
 	EXPECT_EQ(rpc_buffer_index(&ring, before, mib), -1) << "made before registering";
+	EXPECT_EQ(rpc_buffer_index(&ring, plain, mib), -1) << "a start buffer: never registered";
 	EXPECT_EQ(rpc_buffer_index(nullptr, late, mib), -1) << "another ring";
 
 	// The kernel takes it: a WRITE_FIXED from the receive buffer's payload.
@@ -208,16 +225,17 @@ TEST(rpc_buffers, registered_with_the_rings_while_they_live)
 	EXPECT_EQ(back[mib - 1], 0x5a);
 	close(fd);
 
-	// Waiting for reuse, a buffer keeps its slot; back to glibc, it goes.
+	// Waiting for reuse, a buffer keeps its slot, and only a READ buffer
+	// takes it again; back to glibc, the slot goes.
+	std::erase(out, static_cast<void *>(late));
 	EXPECT_TRUE(rpc_buffer_put(late));
-	EXPECT_EQ(rpc_buffer_get(mib, rpc_place::start), late);
+	EXPECT_NE(get(mib, rpc_place::start), late) << "kept apart from the start buffers";
+	EXPECT_EQ(get(mib, rpc_place::read), late);
 	EXPECT_EQ(rpc_buffer_index(&ring, late, mib), il);
-	for (void *p : {before, static_cast<void *>(early), static_cast<void *>(late)})
+	for (void *p : out)
 		EXPECT_TRUE(rpc_buffer_put(p));
+	out.clear();
 	(void)rpc_buffer_trim();
 	EXPECT_EQ(rpc_buffer_counts().slotted, 0u);
 	EXPECT_EQ(rpc_buffer_index(&ring, late, mib), -1);
-	rpc_buffers_detach(&ring);
-	rpc_buffers_register(false);
-	io_uring_queue_exit(&ring);
 }

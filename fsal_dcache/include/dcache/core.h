@@ -406,11 +406,14 @@ void dcache_metrics_cursor_end(struct dcache_metrics_cursor *cursor,
  * where it lies, and is not faulted in again for every request
  * (io/dcache_io/rpc_buffers.h).  START: the buffer starts on a page (a
  * glibc chunk: free() of it is harmless); END: it ends on a page (only
- * dcache_rpc_buffer_put may free it).  get: NULL when not served here
+ * dcache_rpc_buffer_put may free it); READ: placed as START, for a READ's
+ * reply buffer that only dcache_rpc_buffer_put frees (END and READ buffers
+ * are the ones registered with the io_uring rings, below).  get: NULL when
+ * not served here
  * (size below DCACHE_RPC_BUFFER_MIN or too large, no memory); put: false
  * when p is not one of these (nothing done); size: the bytes p may hold if
  * it is one of these, else 0.  Thread-safe. */
-enum dcache_rpc_place { DCACHE_RPC_START, DCACHE_RPC_END };
+enum dcache_rpc_place { DCACHE_RPC_START, DCACHE_RPC_END, DCACHE_RPC_READ };
 #define DCACHE_RPC_BUFFER_MIN (64UL << 10) /* bytes: 64 KiB */
 void *dcache_rpc_buffer_get(size_t size, enum dcache_rpc_place place) DCACHE_NOEXCEPT;
 bool dcache_rpc_buffer_put(void *p) DCACHE_NOEXCEPT;

@@ -36,7 +36,11 @@ struct io_uring;
 
 namespace dcache::io {
 
-enum class rpc_place : std::uint8_t { start, end };
+// read: placed as start, for a READ's reply buffer (6.x: the FSAL's,
+// given back through its release).  end and read buffers are the ones
+// direct I/O uses: only they are registered with the rings (below), and
+// they wait for reuse apart from the start ones.
+enum class rpc_place : std::uint8_t { start, end, read };
 
 inline constexpr std::size_t k_rpc_min = std::size_t{64} << 10;
 inline constexpr std::size_t k_rpc_max = std::size_t{16} << 20;
@@ -56,10 +60,10 @@ std::size_t rpc_buffer_trim() noexcept;
 
 // ---- registered with the io_uring rings --------------------------------
 //
-// Where every buffer handed out comes back through rpc_buffer_put (Ganesha
-// 6.x and later: the receive buffers through the RPC library's hooks, the
-// READ buffers through the FSAL's release), the pool's buffers can be
-// registered with the rings: a direct step from or into one is then issued
+// Where every end and read buffer handed out comes back through
+// rpc_buffer_put (Ganesha 6.x and later: the receive buffers through the
+// RPC library's hooks, the READ buffers through the FSAL's release), those
+// buffers can be registered with the rings: a direct step from or into one is then issued
 // as READ_FIXED/WRITE_FIXED, and the kernel does not pin its pages for
 // every request (gup_fast_fallback).  Each buffer has one slot of
 // k_rpc_slots, the same in every ring (a ring's slot base + it), from when
