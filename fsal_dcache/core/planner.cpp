@@ -240,7 +240,8 @@ std::size_t edge_pieces(std::uint64_t w0, std::uint64_t w1, std::uint64_t s, std
 
 } // namespace
 
-step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t offset, std::uint64_t length) noexcept
+step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t offset, std::uint64_t length,
+		      bool write_behind) noexcept
 {
 	step_list out;
 	const auto add = [&out](step st) noexcept {
@@ -251,7 +252,9 @@ step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t off
 	const bool tracks = direct_mode && s.boundary_tracking && s.direct_misaligned_dontcache;
 	for (const segment &seg : p.segments()) {
 		switch (seg.kind) {
-		case seg_kind::buffered: add({step_kind::buffered, seg.offset, seg.length, false, direct_mode}); break;
+		case seg_kind::buffered:
+			add({step_kind::buffered, seg.offset, seg.length, false, direct_mode || write_behind});
+			break;
 		case seg_kind::direct: add({step_kind::direct, seg.offset, seg.length, seg.bounce, false}); break;
 		case seg_kind::dontcache:
 			if (!tracks) {

@@ -123,9 +123,11 @@ struct step_list {
 // neighbours are merged.  In a direct mode every cached step (a tracked
 // piece, a buffered edge) is written back at once: left dirty it keeps a
 // delayed allocation that later O_DIRECT I/O lands on
-// (docs/architecture.md, "Delayed allocation and O_DIRECT").
-[[nodiscard]] step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t offset,
-				    std::uint64_t length) noexcept;
+// (docs/architecture.md, "Delayed allocation and O_DIRECT").  write_behind
+// (auto's stream cached for spare memory): the buffered steps are written
+// back at once too, so that the stream leaves clean pages.
+[[nodiscard]] step_list write_steps(const dcache_settings &s, const plan &p, std::uint64_t offset, std::uint64_t length,
+				    bool write_behind = false) noexcept;
 
 // A READ's step: its one segment (p.nsegs is 0 or 1).
 [[nodiscard]] step read_step(const plan &p) noexcept;

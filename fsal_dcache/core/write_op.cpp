@@ -81,14 +81,9 @@ void write_op::plan()
 	const core::plan p = plan_leased();
 	_split = p.disp == disposition::split;
 	DTRACE_PROBE4(dcache, write_plan, _io.offset, _total, static_cast<int>(p.disp), static_cast<int>(p.nsegs));
-	_steps = write_steps(_s, p, _io.offset, _total);
-	if (_write_behind) {
-		// auto's stream cached for spare memory: written behind, so
-		// the pages it leaves are clean.
-		for (step &st : _steps.all())
-			st.writeback = st.writeback || st.kind == step_kind::buffered;
+	_steps = write_steps(_s, p, _io.offset, _total, _write_behind);
+	if (_write_behind)
 		add(stat::auto_write_behind);
-	}
 	enter_fence();
 	_state = state::steps;
 	if (_write_back_first) {
@@ -376,9 +371,10 @@ void write_op::on_writeback_result(io::result r) noexcept
 	add(stat::edge_writeback_errors);
 	DCACHE_LOG_ONCE(_e, writeback_error, DCACHE_LOG_WARN,
 			"dcache %s: sync_file_range(SYNC_FILE_RANGE_WRITE) of a WRITE's %s failed: %s", _e.name,
-			fallback     ? "buffered piece (no RWF_DONTCACHE)"
-			: whole_file ? "file (cached WRITEs before a direct one)"
-				     : "cached edge",
+			fallback	? "buffered piece (no RWF_DONTCACHE)"
+			: whole_file	? "file (cached WRITEs before a direct one)"
+			: _write_behind ? "data (auto's write-behind)"
+					: "cached edge",
 			std::strerror(r.error));
 }
 

@@ -52,6 +52,7 @@ struct steps_case {
 	plan p;
 	std::uint64_t offset, length;
 	std::vector<step> want;
+	bool write_behind = false;
 };
 
 class write_steps_table : public ::testing::TestWithParam<steps_case> {};
@@ -59,7 +60,7 @@ class write_steps_table : public ::testing::TestWithParam<steps_case> {};
 TEST_P(write_steps_table, steps_are_as_stated)
 {
 	const steps_case &c = GetParam();
-	const step_list got = write_steps(c.s, c.p, c.offset, c.length);
+	const step_list got = write_steps(c.s, c.p, c.offset, c.length, c.write_behind);
 	ASSERT_EQ(got.n, c.want.size()) << describe(got);
 	for (std::size_t i = 0; i < c.want.size(); ++i)
 		EXPECT_EQ(got.items[i], c.want[i]) << "step " << i << ": " << describe(got);
@@ -143,6 +144,14 @@ INSTANTIATE_TEST_SUITE_P(
 			   100,
 			   200,
 			   {{step_kind::buffered, 100, 200, false, false}}},
+		// auto's stream cached for spare memory: written back at once
+		steps_case{"buffered_written_behind",
+			   with_write(DCACHE_MODE_BUFFERED),
+			   plan_of({{seg_kind::buffered, 0, 2 * P, false}}, disposition::buffered),
+			   0,
+			   2 * P,
+			   {{step_kind::buffered, 0, 2 * P, false, true}},
+			   true},
 		steps_case{"empty_plan", with_write(DCACHE_MODE_DIRECT), plan_of({}, disposition::too_small), 0, 0, {}}),
 	[](const ::testing::TestParamInfo<steps_case> &p) { return std::string(p.param.name); });
 
