@@ -453,6 +453,16 @@ std::string kernel_refuses_registered_buffers()
 	return why;
 }
 
+// An export direct both ways whose every direct step goes through the ring.
+dcache_export *direct_ring_export(const char *name)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DIRECT;
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	s.io_blocking_max = 0;
+	return dcache_export_new(&s, name);
+}
+
 } // namespace
 
 // Bounce buffers over the real ring: a direct WRITE of a payload the device
@@ -467,11 +477,7 @@ TEST(uring_requests, bounce_buffers_are_registered_and_reused)
 	if (fd == -2)
 		GTEST_SKIP() << why;
 	ASSERT_GE(fd, 0) << why;
-	dcache_settings s = dcache_settings_default();
-	s.io_cache_read = DCACHE_MODE_DIRECT;
-	s.io_cache_write = DCACHE_MODE_DIRECT;
-	s.io_blocking_max = 0; // every direct step through the ring
-	dcache_export *exp = dcache_export_new(&s, "export 9 /fixed");
+	dcache_export *exp = direct_ring_export("export 9 /fixed");
 	ASSERT_NE(exp, nullptr);
 	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
 		dcache_export_put(exp);
@@ -541,11 +547,7 @@ TEST(uring_requests, ganesha_buffers_registered_with_the_ring_are_issued_fixed)
 	constexpr std::size_t mib = std::size_t{1} << 20, frag = mib + 172;
 	auto *recv = static_cast<std::uint8_t *>(io::rpc_buffer_get(frag, io::rpc_place::end)); // before the ring
 	ASSERT_NE(recv, nullptr);
-	dcache_settings s = dcache_settings_default();
-	s.io_cache_read = DCACHE_MODE_DIRECT;
-	s.io_cache_write = DCACHE_MODE_DIRECT;
-	s.io_blocking_max = 0; // every direct step through the ring
-	dcache_export *exp = dcache_export_new(&s, "export 10 /rpcfixed");
+	dcache_export *exp = direct_ring_export("export 10 /rpcfixed");
 	ASSERT_NE(exp, nullptr);
 	const auto done = [&] {
 		io::rpc_buffers_register(false);
