@@ -118,14 +118,13 @@ static void keep_read_buffers(void)
 }
 
 /*
- * Where every large buffer comes back through the pool (6.x: the receive
- * buffers through the table below, the READ buffers through the FSAL's
- * iov_release, file.c), the pool's buffers are registered with the
- * io_uring rings: a direct step from or into one is a READ_FIXED or
- * WRITE_FIXED, with no page pinning per request.  On 4.3 a READ's buffer
- * is Ganesha's and a WRITE's copy could be freed by a plain free(): not
- * registered.  DCACHE_RPC_FIXED=0 leaves them unregistered (for
- * comparison).
+ * Where the buffers direct I/O uses come back only through the pool (6.x:
+ * the receive buffers through the table below, the READ buffers through
+ * the FSAL's iov_release, file.c), those are registered with the io_uring
+ * rings: a direct step from or into one is a READ_FIXED or WRITE_FIXED,
+ * with no page pinning per request.  On 4.3 a READ's buffer is Ganesha's
+ * and a WRITE's copy could be freed by a plain free(): not registered.
+ * DCACHE_RPC_FIXED=0 leaves them unregistered (for comparison).
  */
 static bool rings_registered;
 

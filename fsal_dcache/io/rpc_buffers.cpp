@@ -5,7 +5,6 @@
 #include <liburing.h>
 #include <malloc.h>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -37,6 +36,8 @@ public:
 	{
 		_out.reserve(4096);
 		_slots_free.reserve(k_rpc_slots);
+		for (unsigned slot = k_rpc_slots; slot > 0; --slot)
+			_slots_free.push_back(slot - 1); // slot 0 first
 		add_trimmable(this);
 	}
 
@@ -224,8 +225,9 @@ private:
 			return;
 		const auto a = reinterpret_cast<std::uintptr_t>(base);
 		std::lock_guard lock(_rm);
-		// What overlaps it was freed elsewhere (a start buffer given back
-		// to glibc by a plain free()): its pages leave the rings now.
+		// What overlaps it was freed elsewhere, against the premise (a
+		// plain free() of a buffer of ours): its pages leave the rings
+		// now, so that no address maps to two slots.
 		for (auto it = _ranges.lower_bound(a > k_rpc_max ? a - k_rpc_max : 0);
 		     it != _ranges.end() && it->first < a + bytes;) {
 			if (it->first + it->second.bytes > a)
@@ -233,15 +235,10 @@ private:
 			else
 				++it;
 		}
-		if (_slots_free.empty() && _next_slot == k_rpc_slots)
+		if (_slots_free.empty())
 			return; // every slot taken: pinned per request
-		unsigned slot = 0;
-		if (!_slots_free.empty()) {
-			slot = _slots_free.back();
-			_slots_free.pop_back();
-		} else {
-			slot = _next_slot++;
-		}
+		const unsigned slot = _slots_free.back();
+		_slots_free.pop_back();
 		try {
 			_ranges.emplace(a, range{bytes, slot});
 		} catch (...) {
@@ -296,8 +293,7 @@ private:
 	std::atomic<bool> _registering{false};
 	std::mutex _rm;				 // guards what follows
 	std::map<std::uintptr_t, range> _ranges; // buffers holding a slot, by address
-	std::vector<unsigned> _slots_free;	 // given back; reserved for every slot
-	unsigned _next_slot = 0;		 // never given yet: [_next_slot, k_rpc_slots)
+	std::vector<unsigned> _slots_free;	 // free slots; reserved for every slot
 	std::vector<ring_entry> _rings;
 	std::atomic<std::size_t> _slotted{0}; // _ranges.size(), read without _rm
 	std::atomic<std::uint64_t> _registrations{0};
@@ -353,12 +349,6 @@ void rpc_buffers_register(bool on) noexcept
 {
 	if (rpc_pool *p = pool(); p != nullptr)
 		p->registering(on);
-}
-
-bool rpc_buffers_registering() noexcept
-{
-	rpc_pool *p = pool();
-	return p != nullptr && p->registering();
 }
 
 void rpc_buffers_attach(io_uring *ring, unsigned base) noexcept

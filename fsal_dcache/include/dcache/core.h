@@ -418,10 +418,11 @@ enum dcache_rpc_place { DCACHE_RPC_START, DCACHE_RPC_END, DCACHE_RPC_READ };
 void *dcache_rpc_buffer_get(size_t size, enum dcache_rpc_place place) DCACHE_NOEXCEPT;
 bool dcache_rpc_buffer_put(void *p) DCACHE_NOEXCEPT;
 size_t dcache_rpc_buffer_size(const void *p) DCACHE_NOEXCEPT;
-/* On: the buffers made from now on are registered with the io_uring rings,
- * so direct READs and WRITEs into and from them pin no pages per request.
- * Only where every buffer handed out comes back through
- * dcache_rpc_buffer_put (io/dcache_io/rpc_buffers.h says why). */
+/* On: the END and READ buffers made from now on are registered with the
+ * io_uring rings, so direct READs and WRITEs into and from them pin no
+ * pages per request.  Only where every END and READ buffer handed out
+ * comes back through dcache_rpc_buffer_put (io/dcache_io/rpc_buffers.h
+ * says why). */
 void dcache_rpc_buffers_register(bool on) DCACHE_NOEXCEPT;
 
 /* ---- logging ----------------------------------------------------------- */

@@ -6,8 +6,9 @@
 //
 // A sparse table of k_slots entries is registered with the ring when it
 // is made (Linux 5.19), and k_rpc_slots more after them for the server's
-// RPC buffers (rpc_buffers.h, rpc_buffers_attach).  A buffer is mapped and registered in a free slot
-// the first time a size class needs one more, then kept: given back with
+// RPC buffers (rpc_buffers.h, rpc_buffers_attach).  A buffer is mapped
+// and registered in a free slot the first time a size class needs one
+// more, then kept: given back with
 // put(), it serves the next request of its class, on any export of the
 // ring.  How many exist is bounded like the process's pool
 // (bounce_pool.h): by the requests holding a place, IO_Queue_Depth per

@@ -63,22 +63,23 @@ std::size_t rpc_buffer_trim() noexcept;
 // Where every end and read buffer handed out comes back through
 // rpc_buffer_put (Ganesha 6.x and later: the receive buffers through the
 // RPC library's hooks, the READ buffers through the FSAL's release), those
-// buffers can be registered with the rings: a direct step from or into one is then issued
-// as READ_FIXED/WRITE_FIXED, and the kernel does not pin its pages for
-// every request (gup_fast_fallback).  Each buffer has one slot of
-// k_rpc_slots, the same in every ring (a ring's slot base + it), from when
-// it is made until it goes back to glibc; registration and release happen
-// there and when a ring attaches, never per request.  A buffer handed back
-// to glibc elsewhere (plain free()) would leave its pages registered in the
+// buffers can be registered with the rings: a direct step from or into
+// one is then issued as READ_FIXED/WRITE_FIXED, and the kernel does not
+// pin its pages for every request (gup_fast_fallback).  Each has one slot
+// of k_rpc_slots, the same in every ring (a ring's slot base + it), from
+// when it is made until it goes back to glibc; registration and release
+// happen there and when a ring attaches, never per request.  Start
+// buffers are never registered.  An end or read buffer handed back to
+// glibc elsewhere (plain free()) would leave its pages registered in the
 // rings while glibc gives its addresses to others: hence off until the
-// caller turns it on, knowing that every buffer comes back here.
+// caller turns it on, knowing that they all come back here.
 
 inline constexpr unsigned k_rpc_slots = 256;
 
-// On: buffers made from now on get a slot and are registered with every
-// ring attached.  Off: no new slots (those in use keep theirs until freed).
+// On: end and read buffers made from now on get a slot and are registered
+// with every ring attached.  Off: no new slots (those in use keep theirs
+// until freed).
 void rpc_buffers_register(bool on) noexcept;
-[[nodiscard]] bool rpc_buffers_registering() noexcept;
 // ring takes the pool's buffers in its slots [base, base + k_rpc_slots)
 // (its sparse table must be that large): every buffer that has a slot is
 // registered with it now, every new one when it is made.  detach: before
