@@ -46,7 +46,9 @@ auto_choice auto_decide(const dcache_settings &s, bool write, std::uint64_t leng
 	// back is data used again.
 	const bool rewrite = write && f.rereads;
 	// Unknown memory has nothing free: streams go uncached.
-	if (!rewrite && m.known() && m.free >= auto_reserve(m))
+	// Spare memory is no reason to cache a run larger than what fits:
+	// its own pages would count as free again (used once).
+	if (!rewrite && m.known() && m.free >= auto_reserve(m) && f.run_bytes + length <= auto_fit(m))
 		return cached(auto_reason::memory_free);
 	if (f.rereads && !write)
 		return f.span <= auto_fit(m) ? cached(auto_reason::reused)

@@ -13,7 +13,8 @@
 //                before it (random I/O, files no larger than that, the
 //                start of every stream);
 //   memory_free  a stream stays cached while the page cache can take it
-//                without evicting anything (free above the reserve); a
+//                without evicting anything used twice (free above the
+//                reserve) and the run is no larger than what fits; a
 //                WRITE stream so cached is written behind (each WRITE's
 //                pages go to write-back as it is answered: auto_resolution
 //                ::write_behind), so that it leaves clean pages, not GiBs

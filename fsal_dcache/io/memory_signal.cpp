@@ -259,7 +259,11 @@ memory_state memory_sampler::sample()
 	const auto available = field(text, "MemAvailable");
 	if (!total || !free || !available)
 		return m;
-	m.free = *free;
+	// The machine's reclaim (kswapd, in the background) takes pages
+	// used once first: clean ones of those count as free.
+	const std::uint64_t used_once = field(text, "Inactive(file)").value_or(0);
+	const std::uint64_t unclean = field(text, "Dirty").value_or(0) + field(text, "Writeback").value_or(0);
+	m.free = std::min(*free + (used_once > unclean ? used_once - unclean : 0), *available);
 	m.capacity = *available;
 	m.from = memory_state::source::machine;
 	std::optional<group> g = find_group();
@@ -281,6 +285,8 @@ memory_state memory_sampler::sample()
 	const std::uint64_t left = l->limit > l->usage ? l->limit - l->usage : 0;
 	const std::uint64_t not_cache = l->usage > *cache ? l->usage - *cache : 0;
 	const std::uint64_t could_hold = l->limit > not_cache ? l->limit - not_cache : 0;
+	// A group reclaims in the threads that charge it, at every page over
+	// its limit: only what it does not use is free there.
 	m.free = std::min(m.free, left);
 	m.capacity = std::min(m.capacity, could_hold);
 	m.from = g->v2 ? memory_state::source::cgroup_v2 : memory_state::source::cgroup_v1;

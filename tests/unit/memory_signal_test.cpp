@@ -85,6 +85,38 @@ TEST_F(memory_tree, the_machine_when_there_is_no_group_file)
 	EXPECT_EQ(m.capacity, 22ULL << 30);
 }
 
+TEST_F(memory_tree, the_machine_counts_clean_pages_used_once_as_free)
+{
+	// 2 GiB free, 6 GiB used once of which 1 GiB dirty and 512 MiB under
+	// write-back, 12 GiB available.
+	put("meminfo", "MemTotal:       25165824 kB\nMemFree:         2097152 kB\n"
+		       "MemAvailable:   12582912 kB\nInactive(file):  6291456 kB\n"
+		       "Dirty:           1048576 kB\nWriteback:        524288 kB\nWritebackTmp:   4194304 kB\n");
+	memory_state m = sample_memory(paths);
+	EXPECT_EQ(m.free, (2ULL << 30) + (6ULL << 30) - (1ULL << 30) - 512 * MiB);
+	EXPECT_EQ(m.capacity, 12ULL << 30);
+	// never more than MemAvailable, nor less than MemFree
+	put("meminfo", "MemTotal:       25165824 kB\nMemFree:         2097152 kB\n"
+		       "MemAvailable:    4194304 kB\nInactive(file):  6291456 kB\nDirty: 0 kB\n");
+	EXPECT_EQ(sample_memory(paths).free, 4ULL << 30);
+	put("meminfo", "MemTotal:       25165824 kB\nMemFree:         2097152 kB\n"
+		       "MemAvailable:    4194304 kB\nInactive(file):  1048576 kB\nDirty: 3145728 kB\n");
+	EXPECT_EQ(sample_memory(paths).free, 2ULL << 30);
+}
+
+TEST_F(memory_tree, a_group_counts_only_what_it_does_not_use)
+{
+	put("meminfo", "MemTotal:       25165824 kB\nMemFree:         2097152 kB\n"
+		       "MemAvailable:   12582912 kB\nInactive(file):  6291456 kB\n");
+	v2("/bench");
+	v2_level("", "max", 9000 * MiB, 4000 * MiB);
+	// 1 GiB limit, 900 MiB charged, 800 MiB of it page cache.
+	v2_level("/bench", std::to_string(1024 * MiB), 900 * MiB, 800 * MiB);
+	const memory_state m = sample_memory(paths);
+	EXPECT_EQ(m.from, memory_state::source::cgroup_v2);
+	EXPECT_EQ(m.free, 124 * MiB);
+}
+
 TEST_F(memory_tree, nothing_known_without_meminfo)
 {
 	paths.meminfo = root + "/none";

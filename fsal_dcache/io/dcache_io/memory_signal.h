@@ -27,9 +27,11 @@ namespace dcache::io {
 
 struct memory_state {
 	enum class source : std::uint8_t { none, machine, cgroup_v1, cgroup_v2 };
-	// Bytes nobody uses: what the page cache can take without evicting
-	// anything (the group's limit less its usage, page cache included;
-	// or the machine's MemFree; the smaller of the two in a group).
+	// Bytes the page cache can take without evicting anything used more
+	// than once: the group's limit less its usage, page cache included;
+	// or the machine's MemFree and its clean Inactive(file) (the pages
+	// its reclaim takes first: Inactive(file) less Dirty and Writeback),
+	// at most its MemAvailable; the smaller of the two in a group.
 	std::uint64_t free = 0;
 	// Bytes the page cache could hold if it had all it may take: the
 	// group's limit less what is not page cache in it, or the machine's
