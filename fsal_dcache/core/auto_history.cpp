@@ -135,6 +135,25 @@ std::uint64_t auto_history::record(std::uint64_t file, std::uint64_t lo, std::ui
 	return span;
 }
 
+bool auto_history::truncate(std::uint64_t file, std::uint64_t size)
+{
+	mutex_lock lock(_m);
+	const auto it = _index.find(file);
+	if (it == _index.end())
+		return false;
+	entry &e = _slots[it->second];
+	if (size <= e.lo) {
+		_free.reserve(_slots.size()); // evict() then cannot throw halfway
+		evict(it->second);
+		return false;
+	}
+	if (size < e.hi) {
+		e.hi = size;
+		count(e, e.hi - e.lo <= _fit ? e.hi - e.lo : 0);
+	}
+	return true;
+}
+
 std::uint64_t auto_history::span(std::uint64_t file)
 {
 	mutex_lock lock(_m);

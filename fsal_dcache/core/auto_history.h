@@ -49,6 +49,10 @@ public:
 	// file's span in bytes.
 	std::uint64_t record(std::uint64_t file, std::uint64_t lo, std::uint64_t hi, bool rereads,
 			     std::uint64_t capacity, std::uint64_t fit) DCACHE_EXCLUDES(_m);
+	// The file was truncated to size: its data from there on is gone,
+	// and so is the part of its span there (the whole entry, if the span
+	// began there).  Returns whether the history still holds a span of it.
+	bool truncate(std::uint64_t file, std::uint64_t size) DCACHE_EXCLUDES(_m);
 	// The file's span in bytes, 0 if none (tests).
 	[[nodiscard]] std::uint64_t span(std::uint64_t file) DCACHE_EXCLUDES(_m);
 	[[nodiscard]] std::size_t entries() DCACHE_EXCLUDES(_m);

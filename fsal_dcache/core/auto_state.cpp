@@ -193,6 +193,24 @@ auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s,
 
 } // namespace
 
+void auto_truncated(dcache_export &e, dcache_file &f, std::uint64_t size) noexcept
+{
+	auto_file *r = auto_record(f);
+	if (r == nullptr)
+		return;
+	mutex_lock lock(r->m);
+	if (!r->in_history)
+		return;
+	try {
+		r->in_history = e.auto_history.truncate(r->id, size);
+	} catch (...) {
+		return; // no memory to forget it: the span ages out
+	}
+	if (!r->in_history)
+		for (int slot = 0; slot < static_cast<int>(k_auto_streams); ++slot)
+			r->streams.set_rereads(slot, false);
+}
+
 auto_file *auto_record(dcache_file &f) noexcept
 {
 	return f.auto_record.load(std::memory_order_acquire);

@@ -112,6 +112,11 @@ struct auto_resolution {
 [[nodiscard]] auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_settings &s, bool write,
 					   std::uint64_t offset, std::uint64_t length) noexcept;
 
+// After the file was truncated to size: the export's history forgets its
+// data from there on, so that a file emptied and written again is a new
+// stream, not a rewrite of what it held.  Thread-safe; never throws.
+void auto_truncated(dcache_export &e, dcache_file &f, std::uint64_t size) noexcept;
+
 // The file's record, if it has one (tests).
 [[nodiscard]] auto_file *auto_record(dcache_file &f) noexcept;
 

@@ -8,6 +8,7 @@
 // ordering is nobody's friend).
 #include "dcache/core.h"
 
+#include "auto_state.h"
 #include "commit_op.h"
 #include "dcache_io/backend_factory.h"
 #include "dcache_io/rpc_buffers.h"
@@ -188,6 +189,7 @@ void dcache_file_truncated(struct dcache_file *file, uint64_t size) noexcept
 	} catch (...) {
 		// No memory for the list: the pages age out.
 	}
+	auto_truncated(*file->exp, *file, size);
 }
 
 struct dcache_io_result dcache_read(struct dcache_export *exp, struct dcache_file *file,

@@ -134,6 +134,24 @@ TEST_F(auto_path, with_memory_to_spare_a_write_stream_stays_cached_written_behin
 	EXPECT_EQ(stat("auto_write_behind"), 4u);
 }
 
+// A file emptied (O_TRUNC, SETATTR size 0) and written again holds new
+// data: a new stream, cached for spare memory, not a rewrite.
+TEST_F(auto_path, a_stream_written_after_a_truncate_is_no_rewrite)
+{
+	g_memory = k_plenty;
+	write_mib(0, 8);
+	dcache_file_truncated(file, 0);
+	EXPECT_EQ(stat("auto_history_entries"), 0u);
+	write_mib(0, 8);
+	EXPECT_EQ(stat("write_auto_memory_free"), 8u) << "4 each time";
+	EXPECT_EQ(stat("write_auto_stream"), 0u);
+	// Cut behind where it was written: what is left is still the file's.
+	dcache_file_truncated(file, 6 * MiB);
+	EXPECT_EQ(exp->auto_history.span(auto_record(*file)->id), 6 * MiB);
+	write_mib(0, 6);
+	EXPECT_EQ(stat("write_auto_stream"), 2u) << "rewriting what is left";
+}
+
 TEST_F(auto_path, small_requests_stay_cached_and_keep_no_state)
 {
 	for (std::uint64_t i = 0; i < 64; ++i)

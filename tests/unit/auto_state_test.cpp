@@ -212,6 +212,25 @@ TEST(auto_history, spans_grow_and_say_what_they_hold)
 	EXPECT_EQ(st.get(dcache::core::stat::auto_history_bytes), 16 * MiB);
 }
 
+TEST(auto_history, a_truncate_forgets_the_data_it_took)
+{
+	export_stats st;
+	auto_history h(st);
+	(void)h.record(1, 4 * MiB, 16 * MiB, false, GiB, GiB / 2);
+	EXPECT_TRUE(h.truncate(1, 8 * MiB));
+	EXPECT_EQ(h.span(1), 4 * MiB);
+	EXPECT_FALSE(h.holds(1, 8 * MiB, 9 * MiB));
+	EXPECT_EQ(h.bytes(), 4 * MiB);
+	EXPECT_TRUE(h.truncate(1, 32 * MiB)) << "growing it takes nothing";
+	EXPECT_EQ(h.span(1), 4 * MiB);
+	EXPECT_FALSE(h.truncate(1, 4 * MiB)) << "cut where its span begins: forgotten";
+	EXPECT_EQ(h.entries(), 0u);
+	EXPECT_EQ(h.bytes(), 0u);
+	EXPECT_EQ(st.get(dcache::core::stat::auto_history_entries), 0u);
+	EXPECT_EQ(st.get(dcache::core::stat::auto_history_bytes), 0u);
+	EXPECT_FALSE(h.truncate(2, 0)) << "a file it never held";
+}
+
 TEST(auto_history, data_further_back_than_the_capacity_is_forgotten)
 {
 	// 64 MiB files streamed one after the other through 512 MiB: the

@@ -238,7 +238,8 @@ struct dcache_file *dcache_file_new(struct dcache_export *exp) DCACHE_NOEXCEPT;
 void dcache_file_close(struct dcache_file *file) DCACHE_NOEXCEPT;
 void dcache_file_free(struct dcache_file *file) DCACHE_NOEXCEPT;
 /* After the sub-FSAL truncated the file to size: releases (drops) the held
- * boundary pages from the page holding the new EOF on.  Thread-safe. */
+ * boundary pages from the page holding the new EOF on, and auto's history
+ * forgets the file's data from there on.  Thread-safe. */
 void dcache_file_truncated(struct dcache_file *file, uint64_t size) DCACHE_NOEXCEPT;
 
 /* ---- the data path ----------------------------------------------------- */
