@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -176,7 +177,8 @@ public:
 		if (_slotted.load(std::memory_order_relaxed) == 0)
 			return -1;
 		const auto a = reinterpret_cast<std::uintptr_t>(p);
-		std::lock_guard lock(_rm);
+		// Every direct step through a ring asks: they share the lock.
+		std::shared_lock lock(_rm);
 		auto it = _ranges.upper_bound(a);
 		if (it == _ranges.begin())
 			return -1;
@@ -291,7 +293,7 @@ private:
 	std::uint64_t _gets = 0, _reuses = 0;
 
 	std::atomic<bool> _registering{false};
-	std::mutex _rm;				 // guards what follows
+	std::shared_mutex _rm;			 // guards what follows
 	std::map<std::uintptr_t, range> _ranges; // buffers holding a slot, by address
 	std::vector<unsigned> _slots_free;	 // free slots; reserved for every slot
 	std::vector<ring_entry> _rings;
