@@ -23,6 +23,7 @@ struct step_facts {
 	bool on_caller = false;	       // this thread started the request
 	bool cached_write = false;     // the step is a WRITE's cached piece
 	bool split_write = false;      // the step belongs to a split (misaligned) WRITE
+	bool registered_read = false;  // a direct READ into a buffer the ring has registered
 	// The backend's traits.
 	bool completes_inline = false;	// synchronous: every step runs where submitted
 	bool cached_in_caller = false;	// cached WRITE pieces go in the caller (io_uring)

@@ -91,17 +91,23 @@ void request_op::submit(io::request &req) noexcept
 		complete(run_now(req));
 		return;
 	}
-	if (req.buf_index >= 0) {
-		add(stat::bounce_steps_fixed);
-	} else if (_direct && req.fd == _direct->fd && req.iov_count == 1 &&
-		   (req.op == io::op_kind::read || req.op == io::op_kind::write)) {
-		// Straight from or into Ganesha's buffer: where it is one the
-		// ring has registered, its pages are not pinned for the request.
-		req.buf_index = backend().registered_index(req.iov[0].iov_base, req.iov[0].iov_len);
-		if (req.buf_index >= 0)
-			add(stat::rpc_steps_fixed);
-	}
+	if (req.buf_index >= 0)
+		add(through_bounce(req) ? stat::bounce_steps_fixed : stat::rpc_steps_fixed);
 	backend().submit(req, *this);
+}
+
+bool request_op::through_bounce(const io::request &req) const noexcept
+{
+	return _bounce && req.iov_count == 1 && req.iov[0].iov_base == _bounce->data();
+}
+
+void request_op::index_rpc_buffer(io::request &req) const noexcept
+{
+	// Straight from or into Ganesha's buffer: where it is one the ring
+	// has registered, its pages are not pinned for the request.
+	if (!blocking() && req.buf_index < 0 && _direct && req.fd == _direct->fd && req.iov_count == 1 &&
+	    (req.op == io::op_kind::read || req.op == io::op_kind::write))
+		req.buf_index = backend().registered_index(req.iov[0].iov_base, req.iov[0].iov_len);
 }
 
 core::plan request_op::plan_leased()
@@ -173,6 +179,7 @@ step_facts request_op::facts(const next_step &s, bool caller) const noexcept
 		.on_caller = caller,
 		.cached_write = s.cached_write,
 		.split_write = s.split_write,
+		.registered_read = s.req.op == io::op_kind::read && s.req.buf_index >= 0 && !through_bounce(s.req),
 		.completes_inline = b.completes_inline(),
 		.cached_in_caller = b.cached_writes_in_caller(),
 		.blocking_max = _s.io_blocking_max};
@@ -250,7 +257,7 @@ io::request request_op::rw_request(io::op_kind op, int fd, std::uint64_t off, in
 	req.rwf = rwf;
 	req.personality = _creds.personality();
 	// Through the bounce buffer: its registered index, if it has one.
-	if (_bounce && _cur.size() == 1 && _cur[0].iov_base == _bounce->data())
+	if (through_bounce(req))
 		req.buf_index = _bounce->index();
 	return req;
 }
@@ -363,6 +370,7 @@ bool drive(request_op *op, bool caller) noexcept
 				continue;
 			}
 			io::request &req = s.req;
+			op->index_rpc_buffer(req);
 			switch (place(op->facts(s, caller))) {
 			case placement::here: op->on_result(op->run_now(req)); continue;
 			case placement::in_caller: op->on_result(op->run_here(req)); continue;

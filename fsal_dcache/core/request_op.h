@@ -83,6 +83,13 @@ public:
 	// (on the calling thread: nothing was handed off yet); if that fails
 	// the request runs in the calling thread from here on (blocking()).
 	void submit(io::request &req) noexcept;
+	// Whether req goes through the request's bounce buffer.
+	[[nodiscard]] bool through_bounce(const io::request &req) const noexcept;
+	// Sets req.buf_index for a direct step straight from or into one of
+	// the server's RPC buffers that the ring has registered (rpc_buffers.h;
+	// a bounce step has its index from rw_request): before placement,
+	// which sends such a READ to the ring.
+	void index_rpc_buffer(io::request &req) const noexcept;
 	// What placement (placement.h) needs to know of step s, on the
 	// request's first thread or not.
 	[[nodiscard]] step_facts facts(const next_step &s, bool caller) const noexcept;

@@ -603,3 +603,64 @@ TEST(uring_requests, ganesha_buffers_registered_with_the_ring_are_issued_fixed)
 		GTEST_SKIP() << refused;
 	EXPECT_EQ(fixed, 2u) << "the WRITE from the receive buffer, the READ into the pool's";
 }
+
+// With the default IO_Blocking_Max, a direct READ into one of the pool's
+// registered READ buffers still goes through the ring, issued fixed (it
+// pins no pages there); a direct WRITE from a receive buffer runs in a
+// blocking slot as a plain syscall.
+TEST(uring_requests, a_read_into_a_registered_buffer_goes_through_the_ring)
+{
+	std::string why;
+	const int fd = direct_temp_file("dcache_rpcring", why);
+	if (fd == -2)
+		GTEST_SKIP() << why;
+	ASSERT_GE(fd, 0) << why;
+	namespace io = dcache::io;
+	(void)io::rpc_buffer_trim();
+	io::rpc_buffers_register(true);
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_DIRECT;
+	s.io_cache_write = DCACHE_MODE_DIRECT;
+	ASSERT_GT(s.io_blocking_max, 0u);
+	dcache_export *exp = dcache_export_new(&s, "export 11 /rpcring");
+	ASSERT_NE(exp, nullptr);
+	const auto done = [&] {
+		(void)io::rpc_buffer_trim();
+		io::rpc_buffers_register(false);
+		dcache_export_put(exp);
+		close(fd);
+	};
+	if (std::strcmp(dcache_export_backend_name(exp), "io_uring") != 0) {
+		done();
+		GTEST_SKIP() << "io_uring unavailable here";
+	}
+	constexpr std::size_t mib = std::size_t{1} << 20, frag = mib + 172;
+	auto *recv = static_cast<std::uint8_t *>(io::rpc_buffer_get(frag, io::rpc_place::end));
+	auto *rbuf = static_cast<std::uint8_t *>(io::rpc_buffer_get(mib, io::rpc_place::read));
+	ASSERT_NE(recv, nullptr);
+	ASSERT_NE(rbuf, nullptr);
+	dcache_file *file = dcache_file_new(exp);
+	std::uint8_t *payload = recv + frag - mib;
+	std::memset(payload, 'r', mib);
+	struct iovec wv {
+		payload, mib
+	};
+	const dcache_io w{fd, 0, &wv, 1, false, nullptr};
+	EXPECT_EQ(dcache_write(exp, file, &w).bytes, mib);
+	struct iovec rv {
+		rbuf, mib
+	};
+	const dcache_io r{fd, 0, &rv, 1, false, nullptr};
+	EXPECT_EQ(dcache_read(exp, file, &r).bytes, mib);
+	EXPECT_EQ(rbuf[mib / 2], 'r');
+	const std::uint64_t fixed = stat_of(exp, "rpc_steps_fixed");
+	const std::uint64_t in_slots = stat_of(exp, "steps_blocking_in_caller");
+	dcache_file_free(file);
+	io::rpc_buffer_put(recv);
+	io::rpc_buffer_put(rbuf);
+	done();
+	if (const std::string refused = kernel_refuses_registered_buffers(); !refused.empty())
+		GTEST_SKIP() << refused;
+	EXPECT_EQ(in_slots, 1u) << "the WRITE, in a blocking slot";
+	EXPECT_EQ(fixed, 1u) << "the READ, through the ring";
+}
