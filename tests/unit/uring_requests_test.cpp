@@ -463,6 +463,30 @@ dcache_export *direct_ring_export(const char *name)
 	return dcache_export_new(&s, name);
 }
 
+// A direct WRITE of len bytes of fill from payload (a receive buffer's),
+// then a READ of them back into rbuf, through dcache_write and dcache_read.
+void write_then_read_back(dcache_export *exp, dcache_file *file, int fd, std::uint8_t *payload, std::uint8_t *rbuf,
+			  std::size_t len, std::uint8_t fill)
+{
+	std::memset(payload, fill, len);
+	struct iovec wv {
+		payload, len
+	};
+	const dcache_io w{fd, 0, &wv, 1, false, nullptr};
+	const dcache_io_result wr = dcache_write(exp, file, &w);
+	ASSERT_EQ(wr.error, 0);
+	ASSERT_EQ(wr.bytes, len);
+	struct iovec rv {
+		rbuf, len
+	};
+	const dcache_io r{fd, 0, &rv, 1, false, nullptr};
+	const dcache_io_result rr = dcache_read(exp, file, &r);
+	ASSERT_EQ(rr.error, 0);
+	ASSERT_EQ(rr.bytes, len);
+	EXPECT_EQ(rbuf[0], fill);
+	EXPECT_EQ(rbuf[len - 1], fill);
+}
+
 } // namespace
 
 // Bounce buffers over the real ring: a direct WRITE of a payload the device
@@ -562,24 +586,7 @@ TEST(uring_requests, ganesha_buffers_registered_with_the_ring_are_issued_fixed)
 	auto *rbuf = static_cast<std::uint8_t *>(io::rpc_buffer_get(mib, io::rpc_place::read)); // after
 	ASSERT_NE(rbuf, nullptr);
 	dcache_file *file = dcache_file_new(exp);
-	std::uint8_t *payload = recv + frag - mib;
-	std::memset(payload, 'w', mib);
-	struct iovec wv {
-		payload, mib
-	};
-	const dcache_io w{fd, 0, &wv, 1, false, nullptr};
-	const dcache_io_result wr = dcache_write(exp, file, &w);
-	ASSERT_EQ(wr.error, 0);
-	ASSERT_EQ(wr.bytes, mib);
-	struct iovec rv {
-		rbuf, mib
-	};
-	const dcache_io r{fd, 0, &rv, 1, false, nullptr};
-	const dcache_io_result rr = dcache_read(exp, file, &r);
-	ASSERT_EQ(rr.error, 0);
-	ASSERT_EQ(rr.bytes, mib);
-	EXPECT_EQ(rbuf[0], 'w');
-	EXPECT_EQ(rbuf[mib - 1], 'w');
+	write_then_read_back(exp, file, fd, recv + frag - mib, rbuf, mib, 'w');
 	const std::uint64_t fixed = stat_of(exp, "rpc_steps_fixed");
 	// Anyone else's page-aligned buffer: direct and uncopied, but pinned.
 	auto *other = static_cast<std::uint8_t *>(std::aligned_alloc(4096, mib));
@@ -640,19 +647,7 @@ TEST(uring_requests, a_read_into_a_registered_buffer_goes_through_the_ring)
 	ASSERT_NE(recv, nullptr);
 	ASSERT_NE(rbuf, nullptr);
 	dcache_file *file = dcache_file_new(exp);
-	std::uint8_t *payload = recv + frag - mib;
-	std::memset(payload, 'r', mib);
-	struct iovec wv {
-		payload, mib
-	};
-	const dcache_io w{fd, 0, &wv, 1, false, nullptr};
-	EXPECT_EQ(dcache_write(exp, file, &w).bytes, mib);
-	struct iovec rv {
-		rbuf, mib
-	};
-	const dcache_io r{fd, 0, &rv, 1, false, nullptr};
-	EXPECT_EQ(dcache_read(exp, file, &r).bytes, mib);
-	EXPECT_EQ(rbuf[mib / 2], 'r');
+	write_then_read_back(exp, file, fd, recv + frag - mib, rbuf, mib, 'r');
 	const std::uint64_t fixed = stat_of(exp, "rpc_steps_fixed");
 	const std::uint64_t in_slots = stat_of(exp, "steps_blocking_in_caller");
 	dcache_file_free(file);
