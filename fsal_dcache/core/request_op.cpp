@@ -91,6 +91,7 @@ void request_op::submit(io::request &req) noexcept
 		complete(run_now(req));
 		return;
 	}
+	index_rpc_buffer(req); // a READ's was looked up before placement
 	if (req.buf_index >= 0)
 		add(through_bounce(req) ? stat::bounce_steps_fixed : stat::rpc_steps_fixed);
 	backend().submit(req, *this);
@@ -370,7 +371,10 @@ bool drive(request_op *op, bool caller) noexcept
 				continue;
 			}
 			io::request &req = s.req;
-			op->index_rpc_buffer(req);
+			// A READ's registered buffer decides where it runs; any
+			// other step's is looked up only if it goes to the ring.
+			if (req.op == io::op_kind::read)
+				op->index_rpc_buffer(req);
 			switch (place(op->facts(s, caller))) {
 			case placement::here: op->on_result(op->run_now(req)); continue;
 			case placement::in_caller: op->on_result(op->run_here(req)); continue;

@@ -87,8 +87,9 @@ public:
 	[[nodiscard]] bool through_bounce(const io::request &req) const noexcept;
 	// Sets req.buf_index for a direct step straight from or into one of
 	// the server's RPC buffers that the ring has registered (rpc_buffers.h;
-	// a bounce step has its index from rw_request): before placement,
-	// which sends such a READ to the ring.
+	// a bounce step has its index from rw_request): a READ's before
+	// placement, which sends such a READ to the ring; any other step's at
+	// submit().  Does nothing where buf_index is set already.
 	void index_rpc_buffer(io::request &req) const noexcept;
 	// What placement (placement.h) needs to know of step s, on the
 	// request's first thread or not.
