@@ -33,6 +33,11 @@ from .procs import Child, Timeout, wait_for
 
 MKFS = {"xfs": ["mkfs.xfs", "-q"], "ext4": ["mkfs.ext4", "-q", "-F"], "btrfs": ["mkfs.btrfs", "-q", "-f"]}
 TOOLS = os.path.join(releases.TOP, "tools")
+# rpcinfo as nobody: as root, libtirpc binds each query to a reserved
+# port (bindresvport, 512-1023), left in TIME_WAIT after it. A server
+# starting then finds its own reserved port (RQUOTA's 875) taken and exits
+# ("Error binding to V6 interface").
+RPCINFO = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "rpcinfo"]
 
 
 class ServerError(Exception):
@@ -479,7 +484,7 @@ class Server:
 
     def _daemons(self):
         def rpcbind_answers():
-            return self.run(["rpcinfo", "-p", "127.0.0.1"], check=False, quiet=True).returncode == 0
+            return self.run([*RPCINFO, "-p", "127.0.0.1"], check=False, quiet=True).returncode == 0
         if not (self.host_net and rpcbind_answers()):
             rpcbind = Child(self.ns.argv(["rpcbind", "-f", "-w"]), "rpcbind", **self.child_args)
             self.stack.callback(rpcbind.stop)
@@ -518,10 +523,10 @@ class Server:
 
     def serving(self, pseudo=None):
         """Whether NFSv3 and v4 are registered and pseudo can be listed."""
-        rpc = self.run(["rpcinfo", "-p", "127.0.0.1"], check=False, quiet=True).stdout
+        rpc = self.run([*RPCINFO, "-p", "127.0.0.1"], check=False, quiet=True).stdout
         if not re.search(r"^\s*100003\s+3\s+tcp", rpc, re.M) or not re.search(r"^\s*100005\s", rpc, re.M):
             return False
-        if self.run(["rpcinfo", "-T", "tcp", "127.0.0.1", "nfs", "4"], check=False, quiet=True).returncode:
+        if self.run([*RPCINFO, "-T", "tcp", "127.0.0.1", "nfs", "4"], check=False, quiet=True).returncode:
             return False
         pseudo = self.wait_pseudo if pseudo is None else pseudo
         return not pseudo or self.run(["nfs-ls", f"nfs://127.0.0.1{pseudo}?version=3"], check=False,

@@ -131,7 +131,7 @@ class Machine:
             options = shlex.split(re.search(r"^OPTIONS=(.*)$", f.read(), re.M).group(1))[0]
         self.in_ns(["mkdir", "-p", "/run/ganesha", "/run/dbus", "/run/rpcbind"])
         rpcbind = self.daemon(["rpcbind", "-f", "-w"], "the root's rpcbind")
-        wait_for(lambda: self.in_ns(["rpcinfo", "-p", "127.0.0.1"]).returncode == 0, 10, "rpcbind answering",
+        wait_for(lambda: self.in_ns([*server.RPCINFO, "-p", "127.0.0.1"]).returncode == 0, 10, "rpcbind answering",
                  alive=rpcbind.alive)
         if os.path.exists(self.root.root + "/usr/bin/dbus-daemon"):
             bus = self.daemon(["dbus-daemon", "--system", "--nofork", "--nopidfile"], "the root's system bus")
@@ -141,9 +141,9 @@ class Machine:
         ganesha = self.daemon(["/usr/bin/ganesha.nfsd", "-F", "-C", *shlex.split(options)], "ganesha.nfsd", 20)
 
         def serving():
-            rpc = self.in_ns(["rpcinfo", "-p", "127.0.0.1"]).stdout
+            rpc = self.in_ns([*server.RPCINFO, "-p", "127.0.0.1"]).stdout
             return re.search(r"^\s*100003\s+3\s+tcp", rpc, re.M) and \
-                self.in_ns(["rpcinfo", "-T", "tcp", "127.0.0.1", "nfs", "4"]).returncode == 0
+                self.in_ns([*server.RPCINFO, "-T", "tcp", "127.0.0.1", "nfs", "4"]).returncode == 0
         try:
             wait_for(serving, 60, "ganesha.nfsd serving NFSv3 and v4", 0.2, alive=ganesha.alive)
         except Timeout as e:
