@@ -183,6 +183,7 @@ struct op {
   stable_how stable = stable_how::file_sync;  // WRITE
   std::span<const uint8_t> data{};            // WRITE (borrowed until the call returns)
   bool create = false;                        // OPEN
+  bool truncate = false;                      // OPEN create: size 0 (a `>` or O_TRUNC open)
   share_access access = share_access::both;   // OPEN
   uint64_t new_size = 0;                      // SETATTR(size)
   std::array<uint8_t, 8> cookieverf{};        // READDIR
@@ -195,8 +196,8 @@ struct op {
   static op getfh() { return {.num = OP_GETFH}; }
   static op getattr() { return {.num = OP_GETATTR}; }
   static op savefh() { return {.num = OP_SAVEFH}; }
-  static op open(std::string n, bool create, share_access a) {
-    return {.num = OP_OPEN, .name = std::move(n), .create = create, .access = a};
+  static op open(std::string n, bool create, share_access a, bool truncate = false) {
+    return {.num = OP_OPEN, .name = std::move(n), .create = create, .truncate = truncate, .access = a};
   }
   static op close(stateid4 s) { return {.num = OP_CLOSE, .stateid = s}; }
   static op write(stateid4 s, uint64_t off, std::span<const uint8_t> d, stable_how how) {
@@ -293,8 +294,10 @@ class client {
   // PUTROOTFH; LOOKUP each component of an absolute pseudo path; GETFH.
   [[nodiscard]] std::pair<uint32_t, bytes> lookup_path(const std::string& path);
   [[nodiscard]] std::pair<uint32_t, attributes> getattr(const bytes& fh);
+  // OPEN (UNCHECKED4 when create; with truncate, also size 0, which
+  // empties a file that exists); GETFH.
   [[nodiscard]] open_result open(const bytes& dir, const std::string& name, bool create,
-                                 share_access access = share_access::both);
+                                 share_access access = share_access::both, bool truncate = false);
   [[nodiscard]] uint32_t close(const bytes& fh, const stateid4& s);
   // One WRITE (data must fit the server's maxwrite).
   [[nodiscard]] write_result write(const bytes& fh, const stateid4& s, uint64_t offset,

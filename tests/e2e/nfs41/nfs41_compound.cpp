@@ -176,11 +176,19 @@ void encode_op(xdr_encoder& x, const op& o, uint64_t clientid, const std::string
       if (o.create) {
         x.u32(1);  // OPEN4_CREATE
         x.u32(0);  // UNCHECKED4
-        const uint32_t mode_attr[] = {33};
-        encode_bitmap(x, mode_attr);
-        xdr_encoder mode;
-        mode.u32(0644);
-        x.opaque_var(mode.buffer());
+        // createattrs: size (4) when truncating, then mode (33), in
+        // attribute order
+        xdr_encoder values;
+        if (o.truncate) {
+          const uint32_t attrs[] = {4, 33};
+          encode_bitmap(x, attrs);
+          values.u64(0);
+        } else {
+          const uint32_t attrs[] = {33};
+          encode_bitmap(x, attrs);
+        }
+        values.u32(0644);
+        x.opaque_var(values.buffer());
       } else {
         x.u32(0);  // OPEN4_NOCREATE
       }

@@ -42,8 +42,9 @@ std::pair<uint32_t, attributes> client::getattr(const bytes& fh) {
   return {st, st == NFS4_OK ? *r.ops[1].attrs : attributes{}};
 }
 
-open_result client::open(const bytes& dir, const std::string& name, bool create, share_access access) {
-  auto r = compound({op::putfh(dir), op::open(name, create, access), op::getfh()});
+open_result client::open(const bytes& dir, const std::string& name, bool create, share_access access,
+                         bool truncate) {
+  auto r = compound({op::putfh(dir), op::open(name, create, access, truncate), op::getfh()});
   open_result out;
   out.status = first_failure(r, 3);
   if (out.status == NFS4_OK) {

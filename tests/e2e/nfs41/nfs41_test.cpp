@@ -375,6 +375,41 @@ TEST_P(data41, TruncateRenameReaddirRemove) {
   EXPECT_EQ(names, list_host());
 }
 
+// OPEN UNCHECKED4 with size 0 (a shell's `>`) empties a file that exists,
+// by itself (MDCACHE opens it by handle) and as an open upgrade of the
+// owner's own open (reopen2); what is written after lands whole.
+TEST_P(data41, OpenWithSizeZeroEmptiesTheFile) {
+  const auto& e = GetParam();
+  const bytes root = export_root(*_client, e);
+  ASSERT_FALSE(root.empty());
+  const fs::path on_host = host_dir(e) / "o1";
+  auto o = _client->open(root, "o1", true, share_access::both);
+  ASSERT_NFS_OK(o.status);
+  ASSERT_NFS_OK(_client->write_all(o.fh, o.stateid, 0, pattern(7, 0, 100000), stable_how::file_sync).status);
+  ASSERT_NFS_OK(_client->close(o.fh, o.stateid));
+
+  o = _client->open(root, "o1", true, share_access::both, true);
+  ASSERT_NFS_OK(o.status);
+  EXPECT_EQ(_client->getattr(o.fh).second.size, 0u);
+  EXPECT_EQ(fs::file_size(on_host), 0u);
+  const bytes data = pattern(8, 0, 5000);
+  ASSERT_NFS_OK(_client->write_all(o.fh, o.stateid, 0, data, stable_how::file_sync).status);
+  EXPECT_TRUE(host_read(on_host) == data) << first_difference(host_read(on_host), data);
+
+  // The same owner opens it again, truncating, while its open holds.
+  auto again = _client->open(root, "o1", true, share_access::both, true);
+  ASSERT_NFS_OK(again.status);
+  EXPECT_EQ(_client->getattr(again.fh).second.size, 0u);
+  EXPECT_EQ(fs::file_size(on_host), 0u);
+  const bytes after = pattern(9, 0, 3000);
+  ASSERT_NFS_OK(_client->write_all(again.fh, again.stateid, 0, after, stable_how::file_sync).status);
+  auto r = _client->read_all(again.fh, again.stateid, 0, 10000);
+  ASSERT_NFS_OK(r.status);
+  EXPECT_TRUE(r.data == after) << first_difference(r.data, after);
+  EXPECT_TRUE(host_read(on_host) == after) << first_difference(host_read(on_host), after);
+  ASSERT_NFS_OK(_client->close(again.fh, again.stateid));
+}
+
 // Several sessions (separate clients, connections and client ids) write
 // disjoint, misaligned ranges of one file at the same time.
 TEST_P(data41, ConcurrentSessionsWriteDisjointRanges) {
