@@ -136,8 +136,9 @@ static int dcache_dirent_cmp(struct fsal_obj_handle *dir, const char *name1,
 /* ---- creating objects --------------------------------------------------- */
 
 /*
- * The ops that create an object (or, for open2, may): forwarded like the
- * plain ones below, and the sub-FSAL's new handle, if any, wrapped in ours.
+ * The ops that create an object: forwarded like the plain ones below, and
+ * the sub-FSAL's new handle wrapped in ours (open2, which may create one,
+ * is with the size changes below).
  */
 /* The parameter lists below are macro arguments, which clang-format 14
  * would read as expressions. */
@@ -182,31 +183,30 @@ DCACHE_FORWARD_CREATE(symlink,
 		       DCACHE_DIR_ATTRS_PARAMS(parent)),
 		      name, link_path, attrs_in, new_obj, attrs_out
 		      DCACHE_DIR_ATTRS_ARGS(parent))
-DCACHE_FORWARD_CREATE(open2,
-		      (struct fsal_obj_handle *obj, struct state_t *state,
-		       fsal_openflags_t openflags,
-		       enum fsal_create_mode createmode, const char *name,
-		       struct fsal_attrlist *attrs_in, fsal_verifier_t verifier,
-		       struct fsal_obj_handle **new_obj,
-		       struct fsal_attrlist *attrs_out,
-		       bool *caller_perm_check
-		       DCACHE_DIR_ATTRS_PARAMS(parent)),
-		      state, openflags, createmode, name, attrs_in, verifier,
-		      new_obj, attrs_out, caller_perm_check
-		      DCACHE_DIR_ATTRS_ARGS(parent))
 /* clang-format on */
 
-/* ---- setattr2 ------------------------------------------------------------ */
+/* ---- size changes: setattr2, open2, reopen2 ------------------------------ */
 
 /*
- * Forwarded; a size change (truncate up or down) then tells the core, which
- * lets go of the held boundary pages the new EOF crosses.
+ * Each forwarded; a size change (truncate up or down) then tells the core,
+ * which lets go of the held boundary pages the new EOF crosses and cuts the
+ * file's span in auto's history.  It comes as a SETATTR of the size, or with
+ * an open: fsal_open2 turns an OPEN (or NFSv3 CREATE) UNCHECKED with size 0
+ * into FSAL_O_TRUNC, and MDCACHE opens a file it finds by handle (name
+ * NULL), an open upgrade through reopen2.
  */
+static void file_resized(struct fsal_obj_handle *obj, uint64_t size)
+{
+	struct dcache_obj_handle *h = dcache_handle_of(obj);
+
+	if (h->file != NULL)
+		dcache_file_truncated(h->file, size);
+}
+
 static fsal_status_t dcache_setattr2(struct fsal_obj_handle *obj, bool bypass,
 				     struct state_t *state,
 				     struct fsal_attrlist *attrib_set)
 {
-	struct dcache_obj_handle *h = dcache_handle_of(obj);
 	fsal_status_t status;
 
 	{
@@ -214,9 +214,59 @@ static fsal_status_t dcache_setattr2(struct fsal_obj_handle *obj, bool bypass,
 		status = sub_of(obj)->obj_ops->setattr2(sub_of(obj), bypass,
 							state, attrib_set);
 	}
-	if (!FSAL_IS_ERROR(status) && h->file != NULL &&
+	if (!FSAL_IS_ERROR(status) &&
 	    FSAL_TEST_MASK(attrib_set->valid_mask, ATTR_SIZE))
-		dcache_file_truncated(h->file, attrib_set->filesize);
+		file_resized(obj, attrib_set->filesize);
+	return status;
+}
+
+/* A file created by name is new, with nothing to let go of: only an open
+ * by handle truncates what the core knows.  (The parameter list ends in a
+ * macro, which clang-format 14 would read as an expression.) */
+/* clang-format off */
+static fsal_status_t dcache_open2(struct fsal_obj_handle *obj,
+				  struct state_t *state,
+				  fsal_openflags_t openflags,
+				  enum fsal_create_mode createmode,
+				  const char *name,
+				  struct fsal_attrlist *attrs_in,
+				  fsal_verifier_t verifier,
+				  struct fsal_obj_handle **new_obj,
+				  struct fsal_attrlist *attrs_out,
+				  bool *caller_perm_check
+				  DCACHE_DIR_ATTRS_PARAMS(parent))
+/* clang-format on */
+{
+	fsal_status_t status;
+
+	*new_obj = NULL;
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+
+		status = sub_of(obj)->obj_ops->open2(
+			sub_of(obj), state, openflags, createmode, name,
+			attrs_in, verifier, new_obj, attrs_out,
+			caller_perm_check DCACHE_DIR_ATTRS_ARGS(parent));
+	}
+	if (!FSAL_IS_ERROR(status) && name == NULL &&
+	    (openflags & FSAL_O_TRUNC))
+		file_resized(obj, 0);
+	return wrap_result(status, new_obj);
+}
+
+static fsal_status_t dcache_reopen2(struct fsal_obj_handle *obj,
+				    struct state_t *state,
+				    fsal_openflags_t openflags)
+{
+	fsal_status_t status;
+
+	{
+		DCACHE_SUB_SCOPE(op_ctx->fsal_export);
+		status = sub_of(obj)->obj_ops->reopen2(sub_of(obj), state,
+						       openflags);
+	}
+	if (!FSAL_IS_ERROR(status) && (openflags & FSAL_O_TRUNC))
+		file_resized(obj, 0);
 	return status;
 }
 
@@ -297,10 +347,6 @@ DCACHE_FORWARD(bool, check_verifier,
 	       verifier)
 DCACHE_FORWARD(fsal_openflags_t, status2,
 	       (struct fsal_obj_handle *obj, struct state_t *state), state)
-DCACHE_FORWARD(fsal_status_t, reopen2,
-	       (struct fsal_obj_handle *obj, struct state_t *state,
-		fsal_openflags_t openflags),
-	       state, openflags)
 DCACHE_FORWARD(fsal_status_t, seek2,
 	       (struct fsal_obj_handle *obj, struct state_t *state,
 		struct io_info *info),

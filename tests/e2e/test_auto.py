@@ -4,7 +4,9 @@ the page cache while a stream larger than the group is read through the
 same export past it, and the decision counters dcache-stats prints say why
 (docs/configuration.md, "auto: chosen per request"). A stream written
 through the export in the full group is not left in the page cache either:
-only what memory had room for, written behind.
+only what memory had room for, written behind. And a file emptied by the
+OPEN that truncates (NFSv4's UNCHECKED4 with size 0) is new data again,
+no rewrite.
 
 The group is cgroup v1's memory controller (skipped where there is none);
 the server's namespace sees it through the cgroup filesystems the testbed
@@ -25,6 +27,7 @@ GROUP = 384 * MIB  # the server's ~100-150 MiB and a page cache of ~250 MiB
 WS = 16 * MIB  # the working set: one file, larger than Auto_Stream_Min_MiB
 STREAM = 1024 * MIB  # four times what the group's page cache could hold
 WRITTEN = 256 * MIB
+PUT = 64 * MIB  # written three times over NFSv4.1: a stream (Auto_Stream_Min_MiB 4) that fits
 CACHED = ("small", "no_stream", "memory_free", "reused")
 UNCACHED = ("too_big", "stream")
 
@@ -128,3 +131,40 @@ def test_data_read_again_stays_cached_a_stream_beside_it_does_not(make_server, t
     table = srv.run([stats.TOOL, "--export", str(AUTO_ID)], quiet=True).stdout
     for name in ("read_auto_stream", "write_auto_stream", "read_mode_auto", "write_mode_auto"):
         assert name in table, f"dcache-stats --export {AUTO_ID} does not show {name}:\n{table}"
+
+
+def test_a_file_emptied_by_its_open_is_written_as_new(make_server, build, tmp_path):
+    """A file written over in place is a rewrite: with memory to spare its
+    WRITEs still go the stream's way (a rewrite replaces what is cached).
+    Emptied by the OPEN a shell's `>` sends over NFSv4 (UNCHECKED4 with size
+    0, which reaches the FSAL as an open with FSAL_O_TRUNC, not a SETATTR),
+    the same file is new data again, as after a SETATTR of the size."""
+    srv = make_server(exports=default_exports() + [dcache(AUTO_ID, "auto", IO_Cache_Read="auto",
+                                                          IO_Cache_Write="auto")])
+    local = tmp_path / "data"
+    local.write_bytes(os.urandom(MIB) * (PUT // MIB))
+    put = build.bin("dcache_nfs41_put")
+
+    def write(*how):
+        before = srv.counters(AUTO_ID)
+        res = srv.run([put, *how, "127.0.0.1", str(local), "/auto/f"], check=False, quiet=True, timeout=120)
+        assert res.returncode == 0, f"dcache_nfs41_put {' '.join(how)}: {res.stderr}"
+        d = srv.counters(AUTO_ID) - before
+        opened = int(res.stdout.split()[-1])
+        decided = {r: d["write_auto_" + r] for r in CACHED + UNCACHED}
+        print(f"dcache_nfs41_put {' '.join(how)}: opened at {opened >> 20} MiB, WRITEs {decided}")
+        return opened, decided
+
+    opened, first = write()
+    assert opened == 0 and sum(first.values()) >= PUT // MIB, f"the first write was not counted: {first}"
+    if first["memory_free"] == 0:
+        pytest.skip(f"no memory to spare on this machine: the first write went {first}")
+    opened, over = write()
+    assert opened == PUT, f"the OPEN without size 0 changed the file's size to {opened}"
+    assert over["stream"] > 0 and over["memory_free"] == 0, f"written over in place, not a rewrite: {over}"
+    opened, emptied = write("--truncate")
+    assert opened == 0, f"the OPEN with size 0 left the file at {opened} bytes"
+    assert emptied["stream"] == 0 and emptied["memory_free"] > 0, \
+        f"emptied by its OPEN, the file was still written as a rewrite: {emptied}"
+    with open(os.path.join(srv.mnt, "auto", "f"), "rb") as on_disk, open(local, "rb") as want:
+        assert on_disk.read() == want.read(), "the file on the server is not what was written last"
