@@ -55,8 +55,9 @@ packages=(
   ctdb ethtool iptables
   # lint: shell scripts, formatting, and clang's lock-annotation check
   shellcheck clang clang-format
-  # the Debian package and its man pages
-  debhelper lintian go-md2man man-db
+  # the Debian package and its man pages; the package test installs it in
+  # a new root of the suite (tests/e2e/package/, dcache_testbed.freshroot)
+  debhelper lintian go-md2man man-db debootstrap
   # metrics: dcache-exporter's client library; promtool for the alert rules
   # (and Prometheus itself, which the end-to-end tests run privately)
   python3-prometheus-client prometheus
@@ -65,8 +66,6 @@ packages=(
   # and rados_cluster recovery backend, and its grace database tool
   ceph-mon ceph-osd ceph-common nfs-ganesha-ceph nfs-ganesha-rados-grace
 )
-# the Debian roots of the other releases
-[ -z "$release_root" ] || packages+=(debootstrap)
 
 # Installing needs root; once everything is there, setup (and so the unit
 # tests) runs as any user.
