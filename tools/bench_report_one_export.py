@@ -3,7 +3,8 @@ a stream and a working set through the same export, the server in a
 memory group; KERNEL.MEMORY.WORKLOAD-PHASE.VARIANT.REPEAT, read as the
 pressure matrix's runs are): one_export_tables. Every ratio is within the
 run: to VFS's figure of the same phase, to the variant's own working set
-alone, to the best of the single modes (every variant but auto)."""
+alone, to the best of the single modes (every variant but auto and
+auto_direct)."""
 from bench_report_pressure import KERNELS, numfmt, pressure_aggregate
 
 AUTO = "auto"
@@ -31,7 +32,7 @@ class View:
 
     def best_single(self, w, p, key):
         """The highest figure of the phase among the single modes."""
-        vals = [self.get(w, p, v, key) for v in self.variants if v != AUTO]
+        vals = [self.get(w, p, v, key) for v in self.variants if not v.startswith(AUTO)]
         vals = [x for x in vals if x is not None]
         return max(vals) if vals else None
 

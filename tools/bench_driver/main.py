@@ -70,10 +70,10 @@ class Driver:
         why = variantlib.auto_refused(self.check)
         chosen = self.cfg.variants
         if chosen is None:
-            chosen = [v for v in variantlib.names() if v != "auto" or not why]
+            chosen = [v for v in variantlib.defaults() if v != "auto" or not why]
             if why:
                 log(f"variant auto left out: the module refuses it ({why})")
-        elif "auto" in chosen and why:
+        elif any(v.startswith("auto") for v in chosen) and why:
             raise Failed(f"variant auto: the module {self.plugin} refuses IO_Cache_Read/IO_Cache_Write = auto "
                          f"({why}); build one that has it, or leave auto out of --variants")
         self.cfg.variants = chosen

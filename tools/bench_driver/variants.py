@@ -35,12 +35,20 @@ VARIANTS = {
     "direct_file_sync": _modes("direct", "direct_file_sync"),
     # per file, from how the file is used; refused by a module without it
     "auto": _modes("auto"),
+    # ... with its write streams direct rather than dontcache (only when named)
+    "auto_direct": _modes("auto", Auto_Write_Stream="direct"),
 }
+NAMED_ONLY = ("auto_direct",)
 FIRST_ID = 20
 
 
 def names():
     return list(VARIANTS)
+
+
+def defaults():
+    """The variants a run without --variants compares."""
+    return [v for v in VARIANTS if v not in NAMED_ONLY]
 
 
 def export(name, export_id, path=None):
