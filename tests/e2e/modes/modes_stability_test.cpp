@@ -34,16 +34,31 @@ TEST_P(stability, reply_and_sync_count_per_mode) {
   constexpr int k_writes = 6;
   const std::uint64_t len = 65536 + 1000;  // misaligned: direct modes split
   std::string why;
+  // WRITEs sent beyond k_writes: the rest of a short reply, sent again as
+  // an NFS client does (a short count is an answer NFS allows; the
+  // filesystem gave one once, under another test's load, on m_fadvise)
+  std::uint64_t resent = 0;
 
   auto run = [&](stable_how how, std::uint64_t base, stable_how& answered) {
     answered = stable_how::file_sync;
+    resent = 0;
     for (int i = 0; i < k_writes; ++i) {
       const std::uint64_t o = base + static_cast<std::uint64_t>(i) * len;
-      stable_how got{};
-      const long long n = f.write(o, pattern(11, o, len), how, got, why);
-      ASSERT_EQ(n, static_cast<long long>(len)) << why;
-      if (i == 0) answered = got;
-      ASSERT_EQ(got, answered) << "the answer changed between WRITEs";
+      const std::vector<std::byte> data = pattern(11, o, len);
+      std::uint64_t done = 0;
+      while (done < len) {
+        stable_how got{};
+        const long long n = f.write(o + done, std::span(data).subspan(done), how, got, why);
+        ASSERT_GT(n, 0) << "WRITE of " << len - done << " bytes at " << o + done << ": " << why;
+        if (done == 0 && i == 0) answered = got;
+        ASSERT_EQ(got, answered) << "the answer changed between WRITEs";
+        if (done > 0) ++resent;
+        if (static_cast<std::uint64_t>(n) < len - done)
+          std::printf("MEASURE short_reply export=%s offset=%llu asked=%llu written=%lld\n", e.name,
+                      static_cast<unsigned long long>(o + done), static_cast<unsigned long long>(len - done),
+                      n);
+        done += static_cast<std::uint64_t>(n);
+      }
     }
   };
 
@@ -51,6 +66,7 @@ TEST_P(stability, reply_and_sync_count_per_mode) {
   auto s0 = reset_stats();
   stable_how answered{};
   run(stable_how::unstable, 0, answered);
+  if (HasFatalFailure()) return;
   auto s1 = stats_now();
   const auto fsyncs = delta(s0, s1, e.id, "syncs_fsync");
   const auto fdatasyncs = delta(s0, s1, e.id, "syncs_fdatasync");
@@ -61,17 +77,18 @@ TEST_P(stability, reply_and_sync_count_per_mode) {
       e.name, e.write_mode, name_of(answered), static_cast<unsigned long long>(delta(s0, s1, e.id, "writes")),
       static_cast<unsigned long long>(fsyncs), static_cast<unsigned long long>(fdatasyncs),
       static_cast<unsigned long long>(raised));
-  EXPECT_EQ(delta(s0, s1, e.id, "writes"), static_cast<std::uint64_t>(k_writes));
+  const std::uint64_t sent = k_writes + resent;
+  EXPECT_EQ(delta(s0, s1, e.id, "writes"), sent);
   if (is(e.write_mode, "direct_data_sync")) {
     EXPECT_EQ(answered, stable_how::file_sync);
-    EXPECT_EQ(fdatasyncs, static_cast<std::uint64_t>(k_writes)) << "one fdatasync per WRITE";
+    EXPECT_EQ(fdatasyncs, sent) << "one fdatasync per WRITE";
     EXPECT_EQ(fsyncs, 0u);
-    EXPECT_EQ(raised, static_cast<std::uint64_t>(k_writes));
+    EXPECT_EQ(raised, sent);
   } else if (is(e.write_mode, "direct_file_sync")) {
     EXPECT_EQ(answered, stable_how::file_sync);
-    EXPECT_EQ(fsyncs, static_cast<std::uint64_t>(k_writes)) << "one fsync per WRITE";
+    EXPECT_EQ(fsyncs, sent) << "one fsync per WRITE";
     EXPECT_EQ(fdatasyncs, 0u);
-    EXPECT_EQ(raised, static_cast<std::uint64_t>(k_writes));
+    EXPECT_EQ(raised, sent);
   } else {
     EXPECT_EQ(answered, stable_how::unstable);
     EXPECT_EQ(fsyncs + fdatasyncs, 0u) << "an UNSTABLE WRITE in mode " << e.write_mode << " must not sync";
@@ -83,15 +100,16 @@ TEST_P(stability, reply_and_sync_count_per_mode) {
   for (const auto how : {stable_how::file_sync, stable_how::data_sync}) {
     s0 = reset_stats();
     run(how, 16 * k_mib * (how == stable_how::file_sync ? 1 : 2), answered);
+    if (HasFatalFailure()) return;
     s1 = stats_now();
     std::printf("MEASURE stability export=%s write=%s request=%s answered=%s fsync=%llu fdatasync=%llu\n",
                 e.name, e.write_mode, name_of(how), name_of(answered),
                 static_cast<unsigned long long>(delta(s0, s1, e.id, "syncs_fsync")),
                 static_cast<unsigned long long>(delta(s0, s1, e.id, "syncs_fdatasync")));
     EXPECT_EQ(answered, stable_how::file_sync) << "request " << name_of(how);
-    EXPECT_EQ(delta(s0, s1, e.id, "syncs_fsync"), static_cast<std::uint64_t>(k_writes));
+    EXPECT_EQ(delta(s0, s1, e.id, "syncs_fsync"), k_writes + resent);
     EXPECT_EQ(delta(s0, s1, e.id, "syncs_fdatasync"), 0u);
-    EXPECT_EQ(delta(s0, s1, e.id, "writes_reply_stable"), static_cast<std::uint64_t>(k_writes));
+    EXPECT_EQ(delta(s0, s1, e.id, "writes_reply_stable"), k_writes + resent);
     EXPECT_EQ(delta(s0, s1, e.id, "writes_raised_stable"), 0u);
   }
 
