@@ -122,18 +122,19 @@ stamp "every test against Ganesha $host_release"
 if [ $# -eq 0 ]; then
   # the unit and lint tests one per core; the end-to-end tests that may
   # share the machine one per core (each owns its loop device, namespaces
-  # and server), then one at a time those that may not: label alone (their
-  # bounds are on time, latency or a memory group), cluster (three heads
-  # take both cores) and bench. Two passes, not one ctest -j2, which drains
-  # the machine before every serial test it meets: 7 of the shared tests
-  # took 307 s two at a time, against 495 s one at a time.
+  # and server), the benchmark's smoke among them, then one at a time
+  # those that may not: label alone (their bounds are on time, latency or
+  # a memory group) and cluster (three heads take both cores). Two passes,
+  # not one ctest -j2, which drains the machine before every serial test
+  # it meets: 7 of the shared tests took 307 s two at a time, against 495 s
+  # one at a time.
   ctest --test-dir "$top/build" --output-on-failure -j"$(nproc)" -L '^(unit|lint)$' || status=1
   wait_background_setup
   stamp "end-to-end tests against Ganesha $host_release, one per core"
-  ctest --test-dir "$top/build" --output-on-failure -j"$(nproc)" -LE '^(unit|lint|alone|cluster|bench)$' || status=1
+  ctest --test-dir "$top/build" --output-on-failure -j"$(nproc)" -LE '^(unit|lint|alone|cluster)$' || status=1
   stamp "end-to-end tests against Ganesha $host_release that run alone"
   DCACHE_REQUIRE_ASAN_BENCH=1 ctest --test-dir "$top/build" --output-on-failure \
-    -L '^(alone|cluster|bench)$' -LE '^(unit|lint)$' || status=1
+    -L '^(alone|cluster)$' -LE '^(unit|lint)$' || status=1
 else
   wait_background_setup
   DCACHE_REQUIRE_ASAN_BENCH=1 ctest --test-dir "$top/build" --output-on-failure "$@" || status=1
