@@ -45,10 +45,13 @@ fi
 
 cd "$top"
 # On a full run, the other releases' roots (debootstrap, apt in the root,
-# the source package: 113 s each on a fresh machine, 83 of them CPU) are
-# made in the background while the host's build and the sanitizer runs
-# compile, and waited for before the end-to-end tests, whose bounds a
-# neighbour would move; e2e_against's own setup then finds them ready (1 s).
+# the source package: 113 s each alone, 83 of them CPU) are made in the
+# background while the host's build and the sanitizer runs compile, and
+# waited for before the end-to-end tests, whose bounds a neighbour would
+# move; e2e_against's own setup then finds them ready (1 s). On a 2-core
+# machine with fast downloads this about breaks even (the build 2.5
+# minutes slower, the releases' phases 2.6 faster); the slower the
+# archive, the more of its time the build hides.
 declare -A background_setup=()
 if [ -z "$only_release" ] && { [ $# -eq 0 ] || [ "$*" = "-L e2e" ]; }; then
   for rel in "${release_all[@]}"; do
