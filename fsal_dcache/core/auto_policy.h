@@ -40,6 +40,12 @@ enum class auto_reason : std::uint8_t { small, no_stream, memory_free, reused, t
 inline constexpr std::size_t k_auto_reasons = 6;
 
 [[nodiscard]] const char *auto_reason_name(auto_reason r) noexcept;
+// Whether a request so decided belongs to a stream (memory_free, too_big,
+// stream: Auto_Stream_Yield_Ms makes those wait for the others).
+[[nodiscard]] constexpr bool auto_is_stream(auto_reason r) noexcept
+{
+	return r == auto_reason::memory_free || r == auto_reason::too_big || r == auto_reason::stream;
+}
 
 // Requests smaller than this stay cached: random small I/O is what the
 // page cache is best at, and below it neither DONTCACHE nor O_DIRECT

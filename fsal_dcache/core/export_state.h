@@ -23,6 +23,7 @@
 #include "known_handles.h"
 #include "stats.h"
 #include "thread_annotations.h"
+#include "yield_gate.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -79,6 +80,9 @@ struct dcache_export {
 	dcache::io::memory_state (*memory)() noexcept = &dcache::io::memory_now;
 	// Data the export's streams served lately (IO_Cache_* = auto).
 	dcache::core::auto_history auto_history{stats};
+	// Where auto's streams give way to the requests it keeps cached
+	// (Auto_Stream_Yield_Ms).
+	dcache::core::yield_gate yield;
 	std::atomic<std::uint32_t> logged{0}; // log-once bits (log.h)
 	// Requests not yet finished.  Counted without a lock; the last one
 	// out takes inflight_mutex, so the export is never deleted between

@@ -48,6 +48,24 @@ void request_op::resolve_auto() noexcept
 	mode = r.choice.mode;
 	_write_back_first = r.write_back_first;
 	_write_behind = r.write_behind;
+	if (_s.auto_stream_yield_ms == 0)
+		return;
+	if (!auto_is_stream(r.choice.reason)) {
+		_e.yield.enter();
+		_in_yield_gate = true;
+		DCACHE_SYNC_POINT("yield.entered");
+		return;
+	}
+	// A stream's request gives way, here in the calling thread, before it
+	// has a place or a buffer.
+	using clock = yield_gate::clock;
+	const clock::duration waited =
+		_e.yield.wait(k_yield_quiet, clock::now() + std::chrono::milliseconds(_s.auto_stream_yield_ms));
+	if (waited > clock::duration::zero()) {
+		add(stat::auto_yields);
+		add(stat::auto_yield_us,
+		    static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(waited).count()));
+	}
 }
 
 // Registers the calling thread's credentials for every step (later steps
@@ -291,6 +309,8 @@ dcache_io_result request_op::tear_down(request_op *op, bool deferred, place_wait
 	op->_direct.reset();
 	op->release();
 	dcache_export &e = op->_e;
+	if (op->_in_yield_gate)
+		e.yield.leave();
 	if (op->_admitted)
 		resume = e.places.leave();
 	e.stats.record(op->op(),

@@ -180,6 +180,10 @@ protected:
 	// auto cached this WRITE for spare memory: its cached steps are
 	// written back as they complete (auto_resolution::write_behind).
 	bool _write_behind = false;
+	// auto kept this request cached as used again or small, with
+	// Auto_Stream_Yield_Ms set: the export's streams wait for it
+	// (yield_gate.h); it leaves the gate at tear-down.
+	bool _in_yield_gate = false;
 
 private:
 	// An auto mode of the request's kind into the mode it runs with.

@@ -23,6 +23,7 @@ constexpr std::uint32_t k_max_blocking = 1024;
 constexpr std::uint32_t k_max_io_workers = 4096;
 // A stream of 64 GiB before auto treats it as one is as good as never.
 constexpr std::uint32_t k_max_auto_stream_min_mib = 65536;
+constexpr std::uint32_t k_max_auto_stream_yield_ms = 1000;
 
 bool iequals(std::string_view a, std::string_view b) noexcept
 {
@@ -263,6 +264,14 @@ constexpr setting k_settings[] = {
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
 		 return show_uint(s.auto_stream_min_mib, o, n);
 	 }},
+	{"Auto_Stream_Yield_Ms", &dcache_settings_text::auto_stream_yield_ms,
+	 "an integer from 0 to 1000 (ms a stream's request may wait while the export serves requests auto keeps cached; 0: never)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_uint(t, 0, k_max_auto_stream_yield_ms, &s.auto_stream_yield_ms);
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_uint(s.auto_stream_yield_ms, o, n);
+	 }},
 };
 
 // The table is the list of core.h, in its order, field for field.
@@ -325,6 +334,7 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.auto_read_stream = DCACHE_MODE_DIRECT;
 	s.auto_write_stream = DCACHE_MODE_DONTCACHE;
 	s.auto_stream_min_mib = 4;
+	s.auto_stream_yield_ms = 0;
 	return s;
 }
 

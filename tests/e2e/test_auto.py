@@ -6,7 +6,8 @@ same export past it, and the decision counters dcache-stats prints say why
 through the export in the full group is not left in the page cache either:
 only what memory had room for, written behind. And a file emptied by the
 OPEN that truncates (NFSv4's UNCHECKED4 with size 0) is new data again,
-no rewrite.
+no rewrite. With Auto_Stream_Yield_Ms a stream written beside a working
+set read in bursts waits for the bursts, written whole.
 
 The group is cgroup v1's memory controller (skipped where there is none);
 the server's namespace sees it through the cgroup filesystems the testbed
@@ -168,3 +169,53 @@ def test_a_file_emptied_by_its_open_is_written_as_new(make_server, build, tmp_pa
         f"emptied by its OPEN, the file was still written as a rewrite: {emptied}"
     with open(os.path.join(srv.mnt, "auto", "f"), "rb") as on_disk, open(local, "rb") as want:
         assert on_disk.read() == want.read(), "the file on the server is not what was written last"
+
+
+YIELD_MS = 500
+
+
+def test_a_stream_gives_way_to_the_working_set_read_in_bursts(make_server, build):
+    """A working set of 16 files of 4 MiB, each read whole every 0.25 s
+    (cached: files under Auto_Stream_Min_MiB), beside a 512 MiB stream
+    written and then read back through the same export: the stream's
+    requests wait for the bursts (auto_yields), none longer than
+    Auto_Stream_Yield_Ms on average, and the stream is written whole. The
+    same with the setting 0: no stream waits."""
+    srv = make_server(exports=default_exports() + [
+        dcache(AUTO_ID, "auto", IO_Cache_Read="auto", IO_Cache_Write="auto", Auto_Stream_Yield_Ms=YIELD_MS),
+        dcache(AUTO_ID + 1, "auto0", IO_Cache_Read="auto", IO_Cache_Write="auto")])
+    bench = build.bin("dcache-bench")
+
+    def job(export, *keys):
+        return [bench, f"url=nfs://127.0.0.1/{export}", *keys, "--json", "/dev/null", "--no-progress"]
+
+    def run(export, export_id):
+        # the working set laid out and read once before the stream
+        srv.run(job(export, "rw=read", "bs=64k", "numjobs=16", "iodepth=2", "size=4M", "filename=ws"),
+                quiet=True, timeout=120)
+        before = srv.counters(export_id)
+        ws = srv.popen(job(export, "rw=read", "bs=64k", "numjobs=16", "iodepth=2", "size=4M", "filename=ws",
+                           "time_based=1", "runtime=60", "pass_interval=0.25"),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for rw in ("write", "read"):
+                res = srv.run(job(export, f"rw={rw}", "bs=1M", "numjobs=1", "iodepth=16", "size=512M",
+                                  "filename=s", "verify=1"), check=False, quiet=True, timeout=300)
+                assert res.returncode == 0, f"the stream's {rw} failed beside the working set: {res.stderr}"
+        finally:
+            ws.stop()
+        return srv.counters(export_id) - before
+
+    d = run("auto", AUTO_ID)
+    streamed = sum(d[f"{op}_auto_{r}"] for op in ("read", "write") for r in ("memory_free", "too_big", "stream"))
+    print(f"yield {YIELD_MS} ms: {d.auto_yields} of {streamed} stream requests waited, "
+          f"{d.auto_yield_us / 1000:.0f} ms in all; cached READs {d.read_auto_no_stream}")
+    assert d.read_auto_no_stream > 0, f"the working set's READs were not kept cached: {d}"
+    assert streamed >= 2 * 500, f"the stream's requests were not decided as a stream: {d}"
+    assert d.auto_yields > 0, f"no stream request gave way to the working set's bursts: {d}"
+    assert d.auto_yield_us <= d.auto_yields * (YIELD_MS + 100) * 1000, \
+        f"stream requests waited {d.auto_yield_us} us in all, {d.auto_yields} of them: longer than the setting"
+    assert os.path.getsize(os.path.join(srv.mnt, "auto", "s.0")) == 512 * MIB, "the stream was not written whole"
+
+    d0 = run("auto0", AUTO_ID + 1)
+    assert d0.auto_yields == 0 and d0.auto_yield_us == 0, f"a stream waited with Auto_Stream_Yield_Ms = 0: {d0}"

@@ -1,13 +1,17 @@
 // Requests of an auto export through the core over the fake backend: the
 // counters of each decision, the modes the planner ran, live updates, the
-// write-back before a direct WRITE, passes served out of order, and
-// concurrent requests of one file.
+// write-back before a direct WRITE, passes served out of order,
+// concurrent requests of one file, and streams giving way to the requests
+// auto keeps cached (Auto_Stream_Yield_Ms).
 #include "auto_history.h"
 #include "auto_state.h"
 #include "request_path.hpp"
+#include "sync_points.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,7 +41,11 @@ protected:
 	}
 	void auto_mode(dcache_mode read_stream = DCACHE_MODE_DIRECT, dcache_mode write_stream = DCACHE_MODE_DONTCACHE)
 	{
-		make(settings(read_stream, write_stream));
+		auto_mode(settings(read_stream, write_stream));
+	}
+	void auto_mode(const dcache_settings &s)
+	{
+		make(s);
 		exp->clock = &manual_clock::now;
 		exp->memory = &fake_memory;
 		fb.set_contents(k_fd, std::vector<std::uint8_t>(64 * MiB, 7));
@@ -354,6 +362,91 @@ TEST_F(auto_path, concurrent_requests_of_one_file)
 	for (const char *r : {"small", "no_stream", "memory_free", "reused", "too_big", "stream"})
 		decided += stat(("read_auto_" + std::string(r)).c_str());
 	EXPECT_EQ(decided, 64u);
+}
+
+// Auto_Stream_Yield_Ms.  The first request to enter the gate after
+// hold() is kept there, in flight, until release().
+class auto_yield : public auto_path {
+protected:
+	void yield_ms(std::uint32_t ms)
+	{
+		dcache_settings s = settings();
+		s.auto_stream_yield_ms = ms;
+		auto_mode(s);
+		read_mib(0, 4); // the run's first 4 MiB: no_stream, through the gate
+	}
+	// A small READ, held in the gate on its own thread.
+	std::future<dcache_io_result> hold_small_read()
+	{
+		hook = std::make_unique<dcache::test::sync_points>([this](const std::string &name) {
+			if (name == "yield.entered" && !held.exchange(true)) {
+				entered.set_value();
+				released.wait();
+			}
+		});
+		auto r = std::async(std::launch::async, [this] { return read(60 * MiB, small.data(), 4 * KiB); });
+		entered_f.wait();
+		return r;
+	}
+	void release() { release_p.set_value(); }
+
+	std::unique_ptr<dcache::test::sync_points> hook;
+	std::atomic<bool> held{false};
+	std::promise<void> entered;
+	std::future<void> entered_f = entered.get_future();
+	std::promise<void> release_p;
+	std::shared_future<void> released = release_p.get_future().share();
+	payload small{4 * KiB, 0};
+};
+
+TEST_F(auto_yield, a_stream_waits_while_a_cached_request_is_in_flight)
+{
+	yield_ms(1000);
+	auto small_read = hold_small_read();
+	auto stream = std::async(std::launch::async, [this] { return read(4 * MiB, buf.data(), MiB); });
+	EXPECT_EQ(stream.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout)
+		<< "the stream's READ went on beside a small READ in flight";
+	EXPECT_EQ(exp->yield.in_flight(), 1u);
+	release();
+	EXPECT_EQ(small_read.get().bytes, 4 * KiB);
+	EXPECT_EQ(stream.get().bytes, MiB);
+	EXPECT_EQ(stat("read_auto_stream"), 1u);
+	EXPECT_EQ(stat("auto_yields"), 1u);
+	EXPECT_GE(stat("auto_yield_us"), 100'000u);
+	EXPECT_LT(stat("auto_yield_us"), 1'000'000u) << "it went when the small READ left, not at its deadline";
+	EXPECT_EQ(exp->yield.in_flight(), 0u);
+
+	std::this_thread::sleep_for(3 * dcache::core::k_yield_quiet);
+	read_mib(5, 8);
+	EXPECT_EQ(stat("auto_yields"), 1u) << "nothing in flight: the stream does not wait";
+	EXPECT_EQ(stat("read_direct"), 4u);
+}
+
+TEST_F(auto_yield, a_stream_waits_no_longer_than_the_setting)
+{
+	yield_ms(30);
+	auto small_read = hold_small_read();
+	EXPECT_EQ(read(4 * MiB, buf.data(), MiB).bytes, MiB) << "while the small READ is still in flight";
+	EXPECT_EQ(stat("auto_yields"), 1u);
+	EXPECT_GE(stat("auto_yield_us"), 30'000u);
+	EXPECT_TRUE(exp->yield.open()) << "it kept going past the deadline: streams stop giving way";
+	release();
+	EXPECT_EQ(small_read.get().bytes, 4 * KiB);
+}
+
+TEST_F(auto_yield, off_nothing_enters_the_gate_and_no_stream_waits)
+{
+	yield_ms(0);
+	std::atomic<int> entered_gate{0};
+	const dcache::test::sync_points count([&](const std::string &name) {
+		if (name == "yield.entered")
+			++entered_gate;
+	});
+	EXPECT_EQ(read(60 * MiB, small.data(), 4 * KiB).bytes, 4 * KiB);
+	read_mib(4, 8);
+	EXPECT_EQ(entered_gate.load(), 0);
+	EXPECT_EQ(stat("auto_yields"), 0u);
+	EXPECT_EQ(stat("read_auto_stream"), 4u);
 }
 
 } // namespace

@@ -200,6 +200,28 @@ TEST(settings, auto_stream_modes_and_threshold)
 	}
 }
 
+// How long a stream may give way to the export's cached requests: off by
+// default, at most a second.
+TEST(settings, auto_stream_yield)
+{
+	EXPECT_EQ(dcache_settings_default().auto_stream_yield_ms, 0u);
+	for (const char *good : {"0", "20", "1000"}) {
+		dcache_settings_text t{};
+		t.auto_stream_yield_ms = good;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, 0) << p.why;
+		EXPECT_EQ(p.s.auto_stream_yield_ms, std::stoul(good));
+	}
+	for (const char *bad : {"1001", "20ms", "-1", "020", ""}) {
+		dcache_settings_text t{};
+		t.auto_stream_yield_ms = bad;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, EINVAL) << bad;
+		EXPECT_THAT(p.why, HasSubstr("Auto_Stream_Yield_Ms = \"" + std::string(bad) +
+					     "\" is not valid; allowed: an integer from 0 to 1000"));
+	}
+}
+
 TEST(settings, num_pages_range)
 {
 	for (unsigned n : {0u, 1u, 2u, 16u, 1023u, 1024u}) {
@@ -392,6 +414,7 @@ const std::map<std::string, const char *> k_non_default = {
 	{"Auto_Read_Stream", "dontcache"},
 	{"Auto_Write_Stream", "direct"},
 	{"Auto_Stream_Min_MiB", "64"},
+	{"Auto_Stream_Yield_Ms", "50"},
 };
 
 std::string formatted(const dcache_settings &s)
@@ -438,7 +461,7 @@ TEST(settings, every_setting_round_trips_through_a_live_export)
 	DCACHE_SETTINGS(DCACHE_ROUND_TRIP)
 #undef DCACHE_ROUND_TRIP
 	EXPECT_EQ(listed, k_non_default.size()) << "a value here for a setting that is not in DCACHE_SETTINGS";
-	EXPECT_EQ(listed, 16u);
+	EXPECT_EQ(listed, 17u);
 }
 
 TEST(settings, format_lists_every_setting_in_order)

@@ -37,8 +37,11 @@ VARIANTS = {
     "auto": _modes("auto"),
     # ... with its write streams direct rather than dontcache (only when named)
     "auto_direct": _modes("auto", Auto_Write_Stream="direct"),
+    # ... with its streams giving way to the export's cached requests (only when named)
+    "auto_yield": _modes("auto", Auto_Stream_Yield_Ms="500"),
+    "auto_direct_yield": _modes("auto", Auto_Write_Stream="direct", Auto_Stream_Yield_Ms="500"),
 }
-NAMED_ONLY = ("auto_direct",)
+NAMED_ONLY = ("auto_direct", "auto_yield", "auto_direct_yield")
 FIRST_ID = 20
 
 

@@ -91,6 +91,7 @@ struct dcache_settings_text {
 	const char *auto_read_stream DCACHE_UNSET;	/* dontcache | direct, default direct */
 	const char *auto_write_stream DCACHE_UNSET;	/* dontcache | direct, default dontcache */
 	const char *auto_stream_min_mib DCACHE_UNSET;	/* 1 .. 65536, default 4 */
+	const char *auto_stream_yield_ms DCACHE_UNSET;	/* 0 .. 1000, default 0 (off) */
 };
 
 /* Every setting of the FSAL block, as X(name in ganesha.conf, field): the
@@ -114,7 +115,8 @@ struct dcache_settings_text {
 	X("IO_Workers_Max", io_workers_max)                           \
 	X("Auto_Read_Stream", auto_read_stream)                       \
 	X("Auto_Write_Stream", auto_write_stream)                     \
-	X("Auto_Stream_Min_MiB", auto_stream_min_mib)
+	X("Auto_Stream_Min_MiB", auto_stream_min_mib)                 \
+	X("Auto_Stream_Yield_Ms", auto_stream_yield_ms)
 
 /* Validated settings. */
 struct dcache_settings {
@@ -156,6 +158,9 @@ struct dcache_settings {
 	enum dcache_mode auto_read_stream;
 	enum dcache_mode auto_write_stream;
 	uint32_t auto_stream_min_mib;
+	/* auto: the longest a stream's request waits while the export serves
+	 * requests auto keeps cached (core/yield_gate.h); 0: never. */
+	uint32_t auto_stream_yield_ms;
 };
 
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */

@@ -1,0 +1,77 @@
+// Auto_Stream_Yield_Ms: an auto export's streams give way to the requests
+// it keeps cached.
+//
+// A READ or WRITE that auto sends past the cache, or caches only for spare
+// memory (a stream: reasons stream, too_big, memory_free), waits before it
+// runs while the export serves requests auto keeps cached because they are
+// used again or small (small, no_stream, reused: a working set, random
+// I/O), and for k_yield_quiet after the last of them, at most the setting's
+// time.  A stream's client with every request of its window waiting sends
+// no more, so during a burst of the working set's requests the stream and
+// its client take no CPU; between bursts it runs as before.  Waiting holds
+// the calling worker thread (asleep): at most k_yield_max_waiting of the
+// export's requests wait at once, the others go on as if it were off, so
+// Ganesha keeps workers for the requests the streams wait for.
+//
+// Giving way helps a burst: work that ends sooner for it.  Requests that
+// keep coming (random readers that never stop) would only hold the stream
+// back for as long as they go on, so a wait that reaches its deadline
+// opens the gate: no stream waits from then on until the export has been
+// quiet (k_yield_quiet without such a request) once.
+//
+// Thread-safety: everything may be called concurrently.  enter/leave take
+// no lock unless a stream waits; wait takes the gate's mutex.
+#pragma once
+
+#include "thread_annotations.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+
+namespace dcache::core {
+
+// How long the export must have had no cached request in flight before a
+// waiting stream goes on.  A cached READ spends tens of microseconds in the
+// server, so even in a burst none is in flight most of the time, and on a
+// busy machine the gaps between two of a client's requests reach a few
+// milliseconds: with 2 ms, streams went on in the middle of the working
+// set's bursts (docs/results/2026-12-07-auto-yield.md).
+inline constexpr std::chrono::milliseconds k_yield_quiet{20};
+
+// Worker threads an export's streams may hold waiting at once: a client's
+// window of 1 MiB requests (Linux: up to 16 with its default slot table;
+// IO_Blocking_Max's default, the workers an export may keep on the device).
+inline constexpr std::uint32_t k_yield_max_waiting = 32;
+
+class yield_gate {
+public:
+	using clock = std::chrono::steady_clock;
+
+	// A request the streams give way to begins, and ends.
+	void enter() noexcept;
+	void leave() noexcept DCACHE_EXCLUDES(_m);
+	// A stream's request: waits while enter()ed requests are in flight or
+	// the last of them left less than quiet ago, until deadline at most,
+	// unless the gate is open (above).  Returns how long it waited (zero:
+	// it did not).
+	[[nodiscard]] clock::duration wait(clock::duration quiet, clock::time_point deadline) noexcept
+		DCACHE_EXCLUDES(_m);
+
+	[[nodiscard]] std::uint32_t in_flight() const noexcept { return _in.load(std::memory_order_relaxed); }
+	[[nodiscard]] bool open() const noexcept { return _open.load(std::memory_order_relaxed); }
+	[[nodiscard]] std::uint32_t waiting() const noexcept { return _waiting.load(std::memory_order_relaxed); }
+
+private:
+	[[nodiscard]] bool busy(clock::time_point now, clock::duration quiet) const noexcept;
+
+	std::atomic<std::uint32_t> _in{0};
+	std::atomic<std::int64_t> _last_leave{0}; // clock's ticks
+	std::atomic<std::uint32_t> _waiting{0};
+	std::atomic<bool> _open{false}; // a wait met its deadline: none until a quiet moment
+	mutex _m;
+	std::condition_variable_any _cv;
+};
+
+} // namespace dcache::core
