@@ -385,7 +385,8 @@ protected:
 			}
 		});
 		auto r = std::async(std::launch::async, [this] { return read(60 * MiB, small.data(), 4 * KiB); });
-		entered_f.wait();
+		if (entered_f.wait_for(std::chrono::seconds(10)) != std::future_status::ready)
+			ADD_FAILURE() << "the small READ never entered the gate";
 		return r;
 	}
 	void release() { release_p.set_value(); }
