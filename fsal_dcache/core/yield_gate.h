@@ -19,15 +19,12 @@
 // opens the gate: no stream waits from then on until the export has been
 // quiet (k_yield_quiet without such a request) once.
 //
-// Thread-safety: everything may be called concurrently.  enter/leave take
-// no lock unless a stream waits; wait takes the gate's mutex.
+// Thread-safety: everything may be called concurrently, without a lock;
+// a waiting stream sleeps and looks again every quiet time at most.
 #pragma once
-
-#include "thread_annotations.h"
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 
 namespace dcache::core {
@@ -51,13 +48,12 @@ public:
 
 	// A request the streams give way to begins, and ends.
 	void enter() noexcept;
-	void leave() noexcept DCACHE_EXCLUDES(_m);
+	void leave() noexcept;
 	// A stream's request: waits while enter()ed requests are in flight or
 	// the last of them left less than quiet ago, until deadline at most,
 	// unless the gate is open (above).  Returns how long it waited (zero:
 	// it did not).
-	[[nodiscard]] clock::duration wait(clock::duration quiet, clock::time_point deadline) noexcept
-		DCACHE_EXCLUDES(_m);
+	[[nodiscard]] clock::duration wait(clock::duration quiet, clock::time_point deadline) noexcept;
 
 	[[nodiscard]] std::uint32_t in_flight() const noexcept { return _in.load(std::memory_order_relaxed); }
 	[[nodiscard]] bool open() const noexcept { return _open.load(std::memory_order_relaxed); }
@@ -70,8 +66,6 @@ private:
 	std::atomic<std::int64_t> _last_leave{0}; // clock's ticks
 	std::atomic<std::uint32_t> _waiting{0};
 	std::atomic<bool> _open{false}; // a wait met its deadline: none until a quiet moment
-	mutex _m;
-	std::condition_variable_any _cv;
 };
 
 } // namespace dcache::core
