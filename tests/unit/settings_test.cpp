@@ -154,6 +154,28 @@ INSTANTIATE_TEST_SUITE_P(settings, bad_write_modes,
 			 ::testing::Values("fast", "", "5", "100", "101", "direct_sync", "file_sync", "-0", "1.0",
 					   "automatic"));
 
+// An integer setting: every good text parses to its number, every bad one
+// is refused with a message naming the setting, the text and the range.
+void expect_integer_setting(const char *name, const char *dcache_settings_text::*text,
+			    std::uint32_t dcache_settings::*value, std::initializer_list<const char *> good,
+			    std::initializer_list<const char *> bad, const std::string &allowed)
+{
+	for (const char *g : good) {
+		dcache_settings_text t{};
+		t.*text = g;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, 0) << p.why;
+		EXPECT_EQ(p.s.*value, std::stoul(g));
+	}
+	for (const char *b : bad) {
+		dcache_settings_text t{};
+		t.*text = b;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, EINVAL) << b;
+		EXPECT_THAT(p.why, HasSubstr(std::string(name) + " = \"" + b + "\" is not valid; allowed: " + allowed));
+	}
+}
+
 // What auto makes of a stream: dontcache or direct, by name only; the
 // stream threshold in MiB.
 TEST(settings, auto_stream_modes_and_threshold)
@@ -183,21 +205,9 @@ TEST(settings, auto_stream_modes_and_threshold)
 				    HasSubstr(std::string("\"") + bad + "\" is not valid; allowed: dontcache, direct"));
 		}
 	}
-	for (const char *good : {"1", "64", "65536"}) {
-		dcache_settings_text t{};
-		t.auto_stream_min_mib = good;
-		const parsed p = parse(t);
-		ASSERT_EQ(p.rc, 0) << p.why;
-		EXPECT_EQ(p.s.auto_stream_min_mib, std::stoul(good));
-	}
-	for (const char *bad : {"0", "65537", "4M", "-4", "04", ""}) {
-		dcache_settings_text t{};
-		t.auto_stream_min_mib = bad;
-		const parsed p = parse(t);
-		ASSERT_EQ(p.rc, EINVAL) << bad;
-		EXPECT_THAT(p.why, HasSubstr("Auto_Stream_Min_MiB = \"" + std::string(bad) +
-					     "\" is not valid; allowed: an integer from 1 to 65536"));
-	}
+	expect_integer_setting("Auto_Stream_Min_MiB", &dcache_settings_text::auto_stream_min_mib,
+			       &dcache_settings::auto_stream_min_mib, {"1", "64", "65536"},
+			       {"0", "65537", "4M", "-4", "04", ""}, "an integer from 1 to 65536");
 }
 
 // How long a stream may give way to the export's cached requests: off by
@@ -205,21 +215,9 @@ TEST(settings, auto_stream_modes_and_threshold)
 TEST(settings, auto_stream_yield)
 {
 	EXPECT_EQ(dcache_settings_default().auto_stream_yield_ms, 0u);
-	for (const char *good : {"0", "20", "1000"}) {
-		dcache_settings_text t{};
-		t.auto_stream_yield_ms = good;
-		const parsed p = parse(t);
-		ASSERT_EQ(p.rc, 0) << p.why;
-		EXPECT_EQ(p.s.auto_stream_yield_ms, std::stoul(good));
-	}
-	for (const char *bad : {"1001", "20ms", "-1", "020", ""}) {
-		dcache_settings_text t{};
-		t.auto_stream_yield_ms = bad;
-		const parsed p = parse(t);
-		ASSERT_EQ(p.rc, EINVAL) << bad;
-		EXPECT_THAT(p.why, HasSubstr("Auto_Stream_Yield_Ms = \"" + std::string(bad) +
-					     "\" is not valid; allowed: an integer from 0 to 1000"));
-	}
+	expect_integer_setting("Auto_Stream_Yield_Ms", &dcache_settings_text::auto_stream_yield_ms,
+			       &dcache_settings::auto_stream_yield_ms, {"0", "20", "1000"},
+			       {"1001", "20ms", "-1", "020", ""}, "an integer from 0 to 1000");
 }
 
 TEST(settings, num_pages_range)

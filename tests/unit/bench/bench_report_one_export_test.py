@@ -63,12 +63,18 @@ def mixed(d, v, solo, stream, dev, hits):
     phase(d, f"rwf.limit.mixed-read.{v}.1", stream=read[0], ws=read[1], failcnt=hits, ws_mib=dev)
 
 
+def vfs_and_direct(d):
+    """mixed's references: VFS cached alone and evicted beside the stream,
+    direct never cached and the best single mode's stream (430 / 500)."""
+    mixed(d, "vfs", (1800.0, 1000), ((140.0, (90.0, 8000)), (300.0, (100.0, 9000))), 600, 9000)
+    mixed(d, "direct", (890.0, 2000), ((430.0, (500.0, 3000)), (500.0, (510.0, 3000))), 400, 0)
+
+
 def test_mixed_ratios_and_autos_targets(run_dir):
     # VFS: cached alone (1800 MiB/s), evicted beside the stream; direct:
     # never cached; auto: keeps the working set, streams like direct
-    mixed(run_dir, "vfs", (1800.0, 1000), ((140.0, (90.0, 8000)), (300.0, (100.0, 9000))), 600, 9000)
+    vfs_and_direct(run_dir)
     mixed(run_dir, "dontcache", (280.0, 3000), ((160.0, (230.0, 4000)), (200.0, (240.0, 4000))), 800, 0)
-    mixed(run_dir, "direct", (890.0, 2000), ((430.0, (500.0, 3000)), (500.0, (510.0, 3000))), 400, 0)
     mixed(run_dir, "auto", (1700.0, 1000), ((420.0, (1500.0, 2500)), (480.0, (1450.0, 2800))), 12, 0)
     result, table = report(run_dir)
     rows = {(r["workload"], r["phase"], r["variant"]): r for r in result["one_export"]["rows"]}
@@ -87,8 +93,7 @@ def test_mixed_ratios_and_autos_targets(run_dir):
 
 
 def test_every_auto_variant_has_a_column_of_targets(run_dir):
-    mixed(run_dir, "vfs", (1800.0, 1000), ((140.0, (90.0, 8000)), (300.0, (100.0, 9000))), 600, 9000)
-    mixed(run_dir, "direct", (890.0, 2000), ((430.0, (500.0, 3000)), (500.0, (510.0, 3000))), 400, 0)
+    vfs_and_direct(run_dir)
     mixed(run_dir, "auto", (1700.0, 1000), ((420.0, (1200.0, 2500)), (480.0, (1450.0, 2800))), 12, 0)
     mixed(run_dir, "auto_yield", (1700.0, 1000), ((410.0, (1620.0, 2500)), (470.0, (1500.0, 2800))), 0, 0)
     _, table = report(run_dir)
