@@ -5,10 +5,14 @@ per server: threads and RSS once serving, the start (from the process's
 birth to serving) and the stop (SIGTERM to gone). DCACHE's exports share
 the server's rings (a completion thread per ring, a ring per CPU at most),
 so:
-  threads <= VFS's + 2 x CPUs, RSS <= 1.2 x VFS's,
+  the module's threads (named dcache-*, and io_uring's iou-wrk-*) <= 2 x
+  CPUs, RSS <= 1.2 x VFS's,
   start and stop <= 1.5 x VFS's (+ SLACK_S for the polling on a shared
   machine).
-Its bounds are on time: ctest runs it alone (RUN_SERIAL).
+Its bounds are on time: ctest runs it alone (RUN_SERIAL). Ganesha's own
+threads (named ganesha.nfsd: its RPC workers start as requests come) are
+printed, not bounded: from one start to the next of the same server they
+numbered 16 to 23 here, more than the module's whole bound.
 """
 
 import os
@@ -32,7 +36,14 @@ def measure(make_server, tmp_path, exports):
         born = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
     with open("/proc/uptime", encoding="ascii") as f:
         start = float(f.read().split()[0]) - born
-    threads = len(os.listdir(f"/proc/{pid}/task"))
+    names = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm", encoding="utf-8", errors="replace") as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    threads = len(names)
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
     local = tmp_path / "data"
@@ -42,7 +53,7 @@ def measure(make_server, tmp_path, exports):
     status = srv.stop_ganesha(grace=120)
     stop = time.monotonic() - t0
     assert status == 0, f"ganesha.nfsd ended with status {status} (not stopped within 120 s of SIGTERM, or crashed)"
-    return {"threads": threads, "rss": rss, "start": start, "stop": stop}
+    return {"threads": threads, "names": sorted(names), "rss": rss, "start": start, "stop": stop}
 
 
 def test_an_export_costs_no_more_than_a_vfs_export(make_server, tmp_path):
@@ -54,8 +65,9 @@ def test_an_export_costs_no_more_than_a_vfs_export(make_server, tmp_path):
         print(f"{name:<13} {r['threads']:7d} {r['rss'] / 1024:9.1f} {r['start']:9.2f} {r['stop']:8.2f}")
     print(f"DCACHE / VFS  {d['threads'] - v['threads']:+7d} {d['rss'] / v['rss']:8.2f}x "
           f"{d['start'] / max(v['start'], 0.01):8.2f}x {d['stop'] / max(v['stop'], 0.01):7.2f}x")
-    assert d["threads"] <= v["threads"] + 2 * cpus, \
-        f"threads {d['threads']} > VFS's {v['threads']} + 2 x {cpus} CPUs"
+    own = [n for n in d["names"] if n != "ganesha.nfsd"]
+    print(f"DCACHE's own threads: {own}")
+    assert len(own) <= 2 * cpus, f"the module's threads {own}: more than 2 x {cpus} CPUs"
     assert d["rss"] <= 1.2 * v["rss"], f"RSS {d['rss']} KiB > 1.2 x VFS's {v['rss']} KiB"
     for k in ("start", "stop"):
         assert d[k] <= 1.5 * v[k] + SLACK_S, f"{k} {d[k]:.2f} s > 1.5 x VFS's {v[k]:.2f} s + {SLACK_S} s"
