@@ -33,10 +33,12 @@ std::uint64_t auto_fit(const io::memory_state &m) noexcept
 }
 
 auto_choice auto_decide(const dcache_settings &s, bool write, std::uint64_t length, const auto_file_view &f,
-			const io::memory_state &m) noexcept
+			const io::memory_state &m, bool quiet) noexcept
 {
 	const auto cached = [](auto_reason r) noexcept { return auto_choice{DCACHE_MODE_BUFFERED, r}; };
-	const dcache_mode uncached = write ? s.auto_write_stream : s.auto_read_stream;
+	dcache_mode uncached = write ? s.auto_write_stream : s.auto_read_stream;
+	if (uncached == DCACHE_MODE_DIRECT_WHEN_QUIET)
+		uncached = quiet ? DCACHE_MODE_DIRECT : DCACHE_MODE_DONTCACHE;
 	if (length < k_auto_small_io)
 		return cached(auto_reason::small);
 	if (f.run_bytes < (static_cast<std::uint64_t>(s.auto_stream_min_mib) << 20))

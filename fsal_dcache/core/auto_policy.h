@@ -26,6 +26,13 @@
 //                nothing from it: a stream like any other;
 //   too_big      ... and goes the stream's way when it does not;
 //   stream       every other stream: Auto_Read_Stream / Auto_Write_Stream.
+//
+// The stream's way for Auto_Write_Stream = direct_when_quiet: direct while
+// the export's cached requests are quiet (none in flight, none in the last
+// k_yield_quiet: yield_gate.h), dontcache while they are not.  Direct
+// writes a stream with the least CPU per byte but at the device's rate,
+// and the CPU its client's receive path then takes is what readers beside
+// it wait for; dontcache writes it slower, at less cost to them.
 #pragma once
 
 #include "dcache/core.h"
@@ -82,8 +89,9 @@ struct auto_choice {
 // capacity (the other half for everything else it serves).
 [[nodiscard]] std::uint64_t auto_fit(const io::memory_state &m) noexcept;
 
-// The mode of one READ (write false) or WRITE of length bytes.
+// The mode of one READ (write false) or WRITE of length bytes; quiet:
+// whether the export's cached requests are quiet (above).
 [[nodiscard]] auto_choice auto_decide(const dcache_settings &s, bool write, std::uint64_t length,
-				      const auto_file_view &f, const io::memory_state &m) noexcept;
+				      const auto_file_view &f, const io::memory_state &m, bool quiet) noexcept;
 
 } // namespace dcache::core

@@ -226,17 +226,21 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 	const bool small = length < k_auto_small_io;
 	auto_file *r = small && !write ? nullptr : record_of(f);
 	if (small || r == nullptr) {
-		out.choice = auto_decide(s, write, length, {}, {});
+		out.choice = auto_decide(s, write, length, {}, {}, true);
 	} else {
 		const io::memory_state m = e.memory();
-		out.choice = auto_decide(s, write, length, observe(e, *r, s, offset, length, m), m);
+		const bool quiet = !write || s.auto_write_stream != DCACHE_MODE_DIRECT_WHEN_QUIET ||
+				   !e.yield.busy(yield_gate::clock::now(), k_yield_quiet);
+		out.choice = auto_decide(s, write, length, observe(e, *r, s, offset, length, m), m, quiet);
 	}
 	out.write_behind = write && out.choice.reason == auto_reason::memory_free;
 	if (write && r != nullptr) {
-		if (out.choice.cached()) {
+		if (!is_direct_mode(out.choice.mode)) {
+			// cached, or dontcache (Auto_Write_Stream = direct_when_quiet
+			// between direct ones): pages a direct WRITE must not meet
 			if (!r->cached_writes.load(std::memory_order_relaxed))
 				r->cached_writes.store(true, std::memory_order_relaxed);
-		} else if (is_direct_mode(out.choice.mode)) {
+		} else {
 			out.write_back_first = r->cached_writes.exchange(false, std::memory_order_acq_rel);
 		}
 	}

@@ -92,6 +92,7 @@ plan plan_read(const dcache_settings &s, const plan_caps &caps, std::uint64_t of
 {
 	switch (s.io_cache_read) {
 	case DCACHE_MODE_AUTO: // resolved before a request is planned (auto_state.h)
+	case DCACHE_MODE_DIRECT_WHEN_QUIET:
 	case DCACHE_MODE_BUFFERED: return single(seg_kind::buffered, disposition::buffered, offset, length);
 	case DCACHE_MODE_DONTCACHE: return single(seg_kind::dontcache, disposition::dontcache, offset, length);
 	case DCACHE_MODE_FADVISE: return single(seg_kind::buffered, disposition::fadvise, offset, length);
@@ -126,6 +127,7 @@ plan plan_write(const dcache_settings &s, const plan_caps &caps, std::uint64_t o
 	const std::uint64_t length = iov_total(iov);
 	switch (s.io_cache_write) {
 	case DCACHE_MODE_AUTO: // resolved before a request is planned (auto_state.h)
+	case DCACHE_MODE_DIRECT_WHEN_QUIET:
 	case DCACHE_MODE_BUFFERED: return single(seg_kind::buffered, disposition::buffered, offset, length);
 	case DCACHE_MODE_DONTCACHE: return single(seg_kind::dontcache, disposition::dontcache, offset, length);
 	case DCACHE_MODE_FADVISE: return single(seg_kind::buffered, disposition::fadvise, offset, length);

@@ -48,7 +48,9 @@ void request_op::resolve_auto() noexcept
 	mode = r.choice.mode;
 	_write_back_first = r.write_back_first;
 	_write_behind = r.write_behind;
-	if (_s.auto_stream_yield_ms == 0)
+	// The export's cached requests are followed for streams that give way
+	// to them and for write streams whose way depends on them.
+	if (_s.auto_stream_yield_ms == 0 && _s.auto_write_stream != DCACHE_MODE_DIRECT_WHEN_QUIET)
 		return;
 	if (!auto_is_stream(r.choice.reason)) {
 		_e.yield.enter();
@@ -56,6 +58,8 @@ void request_op::resolve_auto() noexcept
 		DCACHE_SYNC_POINT("yield.entered");
 		return;
 	}
+	if (_s.auto_stream_yield_ms == 0)
+		return;
 	// A stream's request gives way, here in the calling thread, before it
 	// has a place or a buffer.
 	using clock = yield_gate::clock;

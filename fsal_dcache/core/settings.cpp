@@ -77,6 +77,13 @@ constexpr mode_word k_stream_modes[] = {
 	{"dontcache", DCACHE_MODE_DONTCACHE},
 	{"direct", DCACHE_MODE_DIRECT},
 };
+// ... and for WRITE streams, the one that picks either by what else the
+// export serves (auto_policy.h).
+constexpr mode_word k_write_stream_modes[] = {
+	{"dontcache", DCACHE_MODE_DONTCACHE},
+	{"direct", DCACHE_MODE_DIRECT},
+	{"direct_when_quiet", DCACHE_MODE_DIRECT_WHEN_QUIET},
+};
 constexpr word<dcache_mem_misaligned> k_mem_words[] = {
 	{"bounce", DCACHE_MEM_MISALIGNED_BOUNCE},
 	{"buffered", DCACHE_MEM_MISALIGNED_BUFFERED},
@@ -251,10 +258,12 @@ constexpr setting k_settings[] = {
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
 		 return show_word(k_stream_modes, s.auto_read_stream, o, n);
 	 }},
-	{"Auto_Write_Stream", &dcache_settings_text::auto_write_stream, "dontcache, direct",
-	 [](const char *t, dcache_settings &s) noexcept { return parse_word(t, k_stream_modes, &s.auto_write_stream); },
+	{"Auto_Write_Stream", &dcache_settings_text::auto_write_stream, "dontcache, direct, direct_when_quiet",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_word(t, k_write_stream_modes, &s.auto_write_stream);
+	 },
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
-		 return show_word(k_stream_modes, s.auto_write_stream, o, n);
+		 return show_word(k_write_stream_modes, s.auto_write_stream, o, n);
 	 }},
 	{"Auto_Stream_Min_MiB", &dcache_settings_text::auto_stream_min_mib,
 	 "an integer from 1 to 65536 (MiB a file's sequential run moves before auto treats it as a stream)",
@@ -467,6 +476,7 @@ const char *dcache_mode_name(enum dcache_mode mode) noexcept
 	case DCACHE_MODE_DIRECT_FILE_SYNC: return "direct_file_sync";
 	case DCACHE_MODE_FADVISE: return "fadvise";
 	case DCACHE_MODE_AUTO: return "auto";
+	case DCACHE_MODE_DIRECT_WHEN_QUIET: return "direct_when_quiet";
 	}
 	return "unknown";
 }

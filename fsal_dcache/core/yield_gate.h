@@ -55,13 +55,15 @@ public:
 	// it did not).
 	[[nodiscard]] clock::duration wait(clock::duration quiet, clock::time_point deadline) noexcept;
 
+	// Whether enter()ed requests are in flight or the last of them left
+	// less than quiet before now.
+	[[nodiscard]] bool busy(clock::time_point now, clock::duration quiet) const noexcept;
+
 	[[nodiscard]] std::uint32_t in_flight() const noexcept { return _in.load(std::memory_order_relaxed); }
 	[[nodiscard]] bool open() const noexcept { return _open.load(std::memory_order_relaxed); }
 	[[nodiscard]] std::uint32_t waiting() const noexcept { return _waiting.load(std::memory_order_relaxed); }
 
 private:
-	[[nodiscard]] bool busy(clock::time_point now, clock::duration quiet) const noexcept;
-
 	std::atomic<std::uint32_t> _in{0};
 	std::atomic<std::int64_t> _last_leave{0}; // clock's ticks
 	std::atomic<std::uint32_t> _waiting{0};

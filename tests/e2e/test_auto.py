@@ -7,7 +7,9 @@ through the export in the full group is not left in the page cache either:
 only what memory had room for, written behind. And a file emptied by the
 OPEN that truncates (NFSv4's UNCHECKED4 with size 0) is new data again,
 no rewrite. With Auto_Stream_Yield_Ms a stream written beside a working
-set read in bursts waits for the bursts, written whole.
+set read in bursts waits for the bursts, written whole. With
+Auto_Write_Stream = direct_when_quiet a stream is written direct alone and
+dontcache beside readers that never pause.
 
 The group is cgroup v1's memory controller (skipped where there is none);
 the server's namespace sees it through the cgroup filesystems the testbed
@@ -219,3 +221,52 @@ def test_a_stream_gives_way_to_the_working_set_read_in_bursts(make_server, build
 
     d0 = run("auto0", AUTO_ID + 1)
     assert d0.auto_yields == 0 and d0.auto_yield_us == 0, f"a stream waited with Auto_Stream_Yield_Ms = 0: {d0}"
+
+
+def test_a_write_stream_goes_direct_when_quiet_and_dontcache_beside_readers(make_server, build):
+    """Auto_Write_Stream = direct_when_quiet, the server in the memory
+    group: a 384 MiB stream written alone goes direct (past what the group
+    takes as memory_free: at most half its page cache); written again while
+    four clients keep reading a cached file at random (4 KiB READs: small,
+    kept cached, never pausing), it goes dontcache. Both read back whole."""
+    srv = make_server(exports=default_exports() + [
+        dcache(AUTO_ID, "auto", IO_Cache_Read="auto", IO_Cache_Write="auto", Auto_Write_Stream="direct_when_quiet")])
+    bench = build.bin("dcache-bench")
+
+    def job(*keys):
+        return [bench, "url=nfs://127.0.0.1/auto", *keys, "--json", "/dev/null", "--no-progress"]
+
+    def stream(name):
+        before = srv.counters(AUTO_ID)
+        for rw in ("write", "read"):
+            res = srv.run(job(f"rw={rw}", "bs=1M", "numjobs=1", "iodepth=16", "size=384M", f"filename={name}",
+                              "verify=1"), check=False, quiet=True, timeout=300)
+            assert res.returncode == 0, f"the stream {name}'s {rw} failed: {res.stderr}"
+        d = srv.counters(AUTO_ID) - before
+        print(f"{name}: WRITEs decided stream {d.write_auto_stream}, memory_free {d.write_auto_memory_free}; "
+              f"direct {d.write_direct}, dontcache {d.write_dontcache}; cached READs {d.read_auto_small}")
+        assert d.write_auto_stream >= 128, f"{name}: too few WRITEs went the stream's way to tell: {d}"
+        return d
+
+    # the readers' files laid out and read once before the group
+    srv.run(job("rw=read", "bs=64k", "numjobs=4", "size=8M", "filename=ws"), quiet=True, timeout=120)
+    try:
+        group = srv.cgroup("memory", {"memory.limit_in_bytes": GROUP})
+        group.__enter__()
+    except cgroups.Unavailable as e:
+        pytest.skip(f"no memory group for the server: {e}")
+    try:
+        alone = stream("alone")
+        readers = srv.popen(job("rw=randread", "bs=4k", "numjobs=4", "iodepth=1", "size=8M", "filename=ws",
+                                "time_based=1", "runtime=120"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            beside = stream("beside")
+        finally:
+            readers.stop()
+    finally:
+        group.__exit__(None, None, None)
+    assert alone.write_direct >= 0.8 * alone.write_auto_stream, f"written alone, the stream did not go direct: {alone}"
+    assert beside.read_auto_small > 1000, f"the readers' READs were not kept cached as small: {beside}"
+    assert beside.write_dontcache >= 0.8 * beside.write_auto_stream and \
+        beside.write_direct <= 0.1 * beside.write_auto_stream, \
+        f"written beside the readers, the stream did not go dontcache: {beside}"

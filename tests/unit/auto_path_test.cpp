@@ -450,4 +450,28 @@ TEST_F(auto_yield, off_nothing_enters_the_gate_and_no_stream_waits)
 	EXPECT_EQ(stat("read_auto_stream"), 4u);
 }
 
+// Auto_Write_Stream = direct_when_quiet, with no stream giving way: a
+// WRITE stream goes dontcache while a cached request is in flight, and
+// direct once the export has been quiet, writing the file back first.
+TEST_F(auto_yield, direct_when_quiet_writes_dontcache_beside_cached_requests)
+{
+	auto_mode(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT_WHEN_QUIET);
+	write_mib(0, 4); // the run's first 4 MiB: no_stream, cached, through the gate
+	std::this_thread::sleep_for(3 * dcache::core::k_yield_quiet);
+	write_mib(4, 6);
+	EXPECT_EQ(stat("write_direct"), 2u) << "quiet: direct";
+	EXPECT_EQ(stat("auto_write_backs"), 1u) << "before the first direct WRITE after cached ones";
+	auto small_read = hold_small_read();
+	write_mib(6, 8);
+	EXPECT_EQ(stat("write_dontcache"), 2u) << "a cached READ in flight: dontcache";
+	EXPECT_EQ(stat("auto_yields"), 0u) << "Auto_Stream_Yield_Ms is 0: nothing waits";
+	release();
+	EXPECT_EQ(small_read.get().bytes, 4 * KiB);
+	std::this_thread::sleep_for(3 * dcache::core::k_yield_quiet);
+	write_mib(8, 10);
+	EXPECT_EQ(stat("write_direct"), 4u);
+	EXPECT_EQ(stat("auto_write_backs"), 2u) << "and again after the dontcache ones";
+	EXPECT_EQ(stat("write_auto_stream"), 6u);
+}
+
 } // namespace

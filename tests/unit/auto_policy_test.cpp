@@ -39,6 +39,7 @@ struct decide_case {
 	auto_file_view file;
 	memory_state memory;
 	auto_choice want;
+	bool quiet = true; // the export's cached requests
 };
 
 class auto_decide_table : public ::testing::TestWithParam<decide_case> {};
@@ -46,7 +47,7 @@ class auto_decide_table : public ::testing::TestWithParam<decide_case> {};
 TEST_P(auto_decide_table, mode_and_reason_are_as_stated)
 {
 	const decide_case &c = GetParam();
-	const auto_choice got = auto_decide(c.s, c.write, c.length, c.file, c.memory);
+	const auto_choice got = auto_decide(c.s, c.write, c.length, c.file, c.memory, c.quiet);
 	EXPECT_EQ(got.mode, c.want.mode) << dcache_mode_name(got.mode) << " for " << dcache_mode_name(c.want.mode);
 	EXPECT_EQ(got.reason, c.want.reason)
 		<< auto_reason_name(got.reason) << " for " << auto_reason_name(c.want.reason);
@@ -97,6 +98,19 @@ INSTANTIATE_TEST_SUITE_P(
 			    false, MiB, run(GiB), k_short, dontcache(auto_reason::stream)},
 		decide_case{"stream_modes_from_the_settings_write", with(DCACHE_MODE_DONTCACHE, DCACHE_MODE_DIRECT),
 			    true, MiB, run(GiB), k_short, direct(auto_reason::stream)},
+		// direct_when_quiet: direct unless the export's cached requests are busy
+		decide_case{"write_stream_when_quiet", with(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT_WHEN_QUIET), true,
+			    MiB, run(GiB), k_short, direct(auto_reason::stream)},
+		decide_case{"write_stream_when_busy", with(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT_WHEN_QUIET), true,
+			    MiB, run(GiB), k_short, dontcache(auto_reason::stream), false},
+		decide_case{"too_big_write_rewrite_when_busy", with(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT_WHEN_QUIET),
+			    true, MiB, run(GiB, true, 100 * MiB), k_plenty, dontcache(auto_reason::stream), false},
+		decide_case{"busy_leaves_memory_free_cached", with(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT_WHEN_QUIET),
+			    true, MiB, run(GiB), k_plenty, cached(auto_reason::memory_free), false},
+		decide_case{"busy_leaves_read_streams_direct", with(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT_WHEN_QUIET),
+			    false, MiB, run(GiB), k_short, direct(auto_reason::stream), false},
+		decide_case{"quiet_changes_no_plain_direct", with(DCACHE_MODE_DIRECT, DCACHE_MODE_DIRECT), true, MiB,
+			    run(GiB), k_short, direct(auto_reason::stream), false},
 		// memory to spare: streams stay cached (WRITEs written behind), rewrites do not
 		decide_case{"read_stream_memory_free", k_defaults, false, MiB, run(GiB), k_plenty,
 			    cached(auto_reason::memory_free)},

@@ -205,6 +205,17 @@ TEST(settings, auto_stream_modes_and_threshold)
 				    HasSubstr(std::string("\"") + bad + "\" is not valid; allowed: dontcache, direct"));
 		}
 	}
+	// a WRITE stream's third way; no READ stream's
+	dcache_settings_text t{};
+	t.auto_write_stream = "Direct_When_Quiet";
+	parsed p = parse(t);
+	ASSERT_EQ(p.rc, 0) << p.why;
+	EXPECT_EQ(p.s.auto_write_stream, DCACHE_MODE_DIRECT_WHEN_QUIET);
+	t = {};
+	t.auto_read_stream = "direct_when_quiet";
+	p = parse(t);
+	ASSERT_EQ(p.rc, EINVAL);
+	EXPECT_THAT(p.why, HasSubstr("\"direct_when_quiet\" is not valid; allowed: dontcache, direct"));
 	expect_integer_setting("Auto_Stream_Min_MiB", &dcache_settings_text::auto_stream_min_mib,
 			       &dcache_settings::auto_stream_min_mib, {"1", "64", "65536"},
 			       {"0", "65537", "4M", "-4", "04", ""}, "an integer from 1 to 65536");

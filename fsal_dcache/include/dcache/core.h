@@ -37,6 +37,9 @@ enum dcache_mode {
 	DCACHE_MODE_DIRECT_FILE_SYNC = 4, /* IO_Cache_Write only */
 	DCACHE_MODE_FADVISE = 100,
 	DCACHE_MODE_AUTO = 101,
+	/* Auto_Write_Stream only, resolved with the rest of auto: direct while
+	 * the export's cached requests are quiet, dontcache while not. */
+	DCACHE_MODE_DIRECT_WHEN_QUIET = 102,
 };
 
 /* What to do with the direct middle of a WRITE whose payload is not
@@ -89,7 +92,7 @@ struct dcache_settings_text {
 	const char *io_blocking_max DCACHE_UNSET;	/* 0 .. 1024, default 32 */
 	const char *io_workers_max DCACHE_UNSET;	/* 0 .. 4096, default 0 (the kernel's) */
 	const char *auto_read_stream DCACHE_UNSET;	/* dontcache | direct, default direct */
-	const char *auto_write_stream DCACHE_UNSET;	/* dontcache | direct, default dontcache */
+	const char *auto_write_stream DCACHE_UNSET;	/* dontcache | direct | direct_when_quiet, default dontcache */
 	const char *auto_stream_min_mib DCACHE_UNSET;	/* 1 .. 65536, default 4 */
 	const char *auto_stream_yield_ms DCACHE_UNSET;	/* 0 .. 1000, default 0 (off) */
 };
