@@ -149,7 +149,7 @@ def parser():
         epilog="Families: --workloads pressure (the eight pressure workloads), --workloads one_export "
                f"({', '.join(ONE_EXPORT)}). Workloads: {', '.join(ALL)}. Variants: "
                f"{', '.join(variantlib.names())} (auto and its variants: only with a module that accepts auto; "
-               "auto_direct, auto_yield and auto_direct_yield only when named).")
+               f"{', '.join(variantlib.NAMED_ONLY)} only when named).")
     a = p.add_argument
     a("--quick", action="store_true", help="a smoke run: 1 repeat, small sizes, short loads")
     a("--out", help="the output directory (default: BUILD/bench-report-DATE)")
