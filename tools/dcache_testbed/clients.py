@@ -10,7 +10,10 @@ back as the previous round's data).
     read_back(other_srv, bench, c, mnt, "shared")    # another head's view
 
 A client runs in a thread of the test, each round a dcache-bench in the
-server's network namespace (127.0.0.1), stopped with it.
+server's network namespace (127.0.0.1), stopped with it, and waits PAUSE
+seconds between rounds, as a user's program would: six clients back to
+back kept both cores of the test machine busy, and the heads' control
+path under test (ansible-playbook, dcache-rados, CTDB) ran behind them.
 """
 
 import os
@@ -24,6 +27,7 @@ from .procs import Timeout, wait_for
 # odd and even sizes; misaligned and aligned WRITE sizes
 SIZES = (1000003, 524288, 70001, 1049088)
 BLOCKS = (65536, 131072, 47008, 4096)
+PAUSE = 0.5
 
 
 class Rounds:
@@ -86,6 +90,7 @@ class Rounds:
                     self.error_text.append(f"{time.strftime('%T')} {self.name} round {rnd} (seed {seed}, "
                                            f"file {file}.0): dcache-bench {how}: {text.strip()}")
             rnd += 1
+            self._stop.wait(PAUSE)
 
     def _run(self, argv):
         with subprocess.Popen(self.srv.ns.argv(argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
