@@ -16,6 +16,7 @@ the server's namespace sees it through the cgroup filesystems the testbed
 mounts there, as a server on a machine does.
 """
 
+import contextlib
 import os
 import subprocess
 
@@ -55,6 +56,21 @@ def make_local(path, size):
     assert residency(path) < 0.02, f"{path}: could not drop it from the page cache first"
 
 
+@contextlib.contextmanager
+def in_group(srv):
+    """ganesha.nfsd in a memory group of GROUP while in the block (the
+    test skipped where there is none); the cgroups.Group."""
+    try:
+        group = srv.cgroup("memory", {"memory.limit_in_bytes": GROUP})
+        group.__enter__()
+    except cgroups.Unavailable as e:
+        pytest.skip(f"no memory group for the server: {e}")
+    try:
+        yield group
+    finally:
+        group.__exit__(None, None, None)
+
+
 def decisions(before, after):
     """READ decisions by reason between two readings of the counters."""
     d = after - before
@@ -68,12 +84,7 @@ def test_data_read_again_stays_cached_a_stream_beside_it_does_not(make_server, t
     ws, stream = os.path.join(top, "ws"), os.path.join(top, "stream")
     make_local(ws, WS)
     make_local(stream, STREAM)
-    try:
-        group = srv.cgroup("memory", {"memory.limit_in_bytes": GROUP})
-        group.__enter__()
-    except cgroups.Unavailable as e:
-        pytest.skip(f"no memory group for the server: {e}")
-    try:
+    with in_group(srv) as group:
         c0 = srv.counters(AUTO_ID)
         assert nfs.get(srv, "auto/ws") is not None, "the working set's first read failed"
         c1 = srv.counters(AUTO_ID)
@@ -103,8 +114,6 @@ def test_data_read_again_stays_cached_a_stream_beside_it_does_not(make_server, t
         c4 = srv.counters(AUTO_ID)
         assert nfs.put(srv, str(local), "auto/written"), "writing the stream failed"
         d = srv.counters(AUTO_ID) - c4
-    finally:
-        group.__exit__(None, None, None)
 
     requests = sum(by_stream.values())
     assert requests >= STREAM // MIB, f"the stream's READs were not counted per decision: {by_stream}"
@@ -250,12 +259,7 @@ def test_a_write_stream_goes_direct_when_quiet_and_dontcache_beside_readers(make
 
     # the readers' files laid out and read once before the group
     srv.run(job("rw=read", "bs=64k", "numjobs=4", "size=8M", "filename=ws"), quiet=True, timeout=120)
-    try:
-        group = srv.cgroup("memory", {"memory.limit_in_bytes": GROUP})
-        group.__enter__()
-    except cgroups.Unavailable as e:
-        pytest.skip(f"no memory group for the server: {e}")
-    try:
+    with in_group(srv):
         alone = stream("alone")
         readers = srv.popen(job("rw=randread", "bs=4k", "numjobs=4", "iodepth=1", "size=8M", "filename=ws",
                                 "time_based=1", "runtime=120"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -263,8 +267,6 @@ def test_a_write_stream_goes_direct_when_quiet_and_dontcache_beside_readers(make
             beside = stream("beside")
         finally:
             readers.stop()
-    finally:
-        group.__exit__(None, None, None)
     assert alone.write_direct >= 0.8 * alone.write_auto_stream, f"written alone, the stream did not go direct: {alone}"
     assert beside.read_auto_small > 1000, f"the readers' READs were not kept cached as small: {beside}"
     assert beside.write_dontcache >= 0.8 * beside.write_auto_stream and \
