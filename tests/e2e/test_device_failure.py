@@ -337,3 +337,27 @@ def test_a_device_failure(stack, make_server, build, tmp_path, failure_name):
         assert not extra, f"{failure_name} ({role}): the shutdown left references: {extra}"
     more = sorted(set(results["dcache"]) - set(results["control"]))
     assert not more, f"{failure_name}: the DCACHE server's shutdown logged what the VFS-only one's does not: {more}"
+
+
+def test_a_loop_device_left_at_one_sector_a_request_gets_its_largest_back(tmp_path):
+    """A loop device keeps the largest request its user set after it is
+    detached: device_full leaves its device at one 4 KiB sector a request,
+    which split every 1 MiB request of the next test or benchmark on that
+    device into 256. The next image mounted gets the device's own largest
+    (losetup -f takes the first free device: the one just detached)."""
+    def limit(dev, name):
+        with open(f"/sys/block/{os.path.basename(dev)}/queue/{name}", encoding="ascii") as f:
+            return int(f.read())
+
+    with contextlib.ExitStack() as stack:
+        image = str(tmp_path / "sectors.img")
+        server.make_image(image, "512M", "xfs", 4096)
+        first = server.mount_image(stack, image, str(tmp_path / "sectors"), sector_size=4096)
+        assert limit(first, "max_sectors_kb") == 4, f"{first}: not one 4 KiB sector a request"
+    with contextlib.ExitStack() as stack:
+        image = str(tmp_path / "plain.img")
+        server.make_image(image, "512M", "xfs")
+        dev = server.mount_image(stack, image, str(tmp_path / "plain"))
+        print(f"{first}, then {dev}: largest request {limit(dev, 'max_sectors_kb')} KiB")
+        assert limit(dev, "max_sectors_kb") == limit(dev, "max_hw_sectors_kb"), \
+            f"{dev} (after {first}) kept {limit(dev, 'max_sectors_kb')} KiB requests"
