@@ -345,10 +345,7 @@ def test_a_loop_device_left_at_one_sector_a_request_gets_its_largest_back(tmp_pa
     which split every 1 MiB request of the next test or benchmark on that
     device into 256. The next image mounted gets the device's own largest
     (losetup -f takes the first free device: the one just detached)."""
-    def limit(dev, name):
-        with open(f"/sys/block/{os.path.basename(dev)}/queue/{name}", encoding="ascii") as f:
-            return int(f.read())
-
+    limit = server.queue_limit
     with contextlib.ExitStack() as stack:
         image = str(tmp_path / "sectors.img")
         server.make_image(image, "512M", "xfs", 4096)

@@ -69,6 +69,17 @@ def make_image(image, size, fs, sector_size=None):
     os.rename(image + ".new", image)
 
 
+def queue_path(dev, name):
+    """The file of the block device dev's queue limit name."""
+    return f"/sys/block/{os.path.basename(dev)}/queue/{name}"
+
+
+def queue_limit(dev, name):
+    """The block device dev's queue limit name (max_sectors_kb, ...)."""
+    with open(queue_path(dev, name), encoding="ascii") as f:
+        return int(f.read())
+
+
 def mount_image(stack, image, mnt, sector_size=None):
     """image attached to a loop device and mounted at mnt; undone by stack.
     Returns the loop device. sector_size: the device's logical sector size
@@ -90,11 +101,8 @@ def mount_image(stack, image, mnt, sector_size=None):
     # split every later user's 1 MiB request into 256 (a direct READ
     # stream's server CPU per GiB 2.3x, its worker threads waiting for the
     # device's tags); without sector_size, the device's own largest.
-    queue = f"/sys/block/{os.path.basename(dev)}/queue/"
-    with open(queue + "max_hw_sectors_kb", encoding="ascii") as f:
-        largest = int(f.read())
-    with open(queue + "max_sectors_kb", "w", encoding="ascii") as f:
-        f.write(str(max(sector_size // 1024, 4) if sector_size else largest))
+    with open(queue_path(dev, "max_sectors_kb"), "w", encoding="ascii") as f:
+        f.write(str(max(sector_size // 1024, 4) if sector_size else queue_limit(dev, "max_hw_sectors_kb")))
     subprocess.run(["mount", dev, mnt], check=True)
     stack.callback(unmount, mnt)
     return dev
