@@ -13,7 +13,7 @@ struct json_writer {
   void key(const std::string& k) {
     if (!first) o << ",";
     first = false;
-    o << "\"" << k << "\":";
+    o << "\"" << esc(k) << "\":";
   }
   static std::string esc(const std::string& s) {
     std::string r;
@@ -200,6 +200,10 @@ std::string report_json(const cli_options& o, const job_spec& s, phase_result& m
   j.num("cpu_s", r.server_cpu_s);
   j.num("cpu_user_s", r.server_user_s);
   j.num("cpu_sys_s", r.server_sys_s);
+  j.num("kthread_cpu_s", r.kthread_cpu_s);
+  j.open("kthread_cpu_by_family");
+  for (const auto& [k, v] : r.kthread_cpu_by_family) j.num(k, v);
+  j.close();
   j.str("device", r.block_device);
   j.i64("dev_reads", r.dev_reads);
   j.i64("dev_read_bytes", r.dev_read_bytes);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <chrono>
@@ -147,24 +148,73 @@ std::map<std::string, std::int64_t> read_vmstat_reclaim() {
   return out;
 }
 
+std::optional<proc_stat> parse_proc_stat(const std::string& all) {
+  // the command name may hold spaces and ')': fields resume after the last ')'
+  const auto open = all.find('('), close = all.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open || close + 2 > all.size())
+    return std::nullopt;
+  proc_stat st;
+  st.comm = all.substr(open + 1, close - open - 1);
+  std::istringstream ls(all.substr(close + 2));
+  std::string f;
+  for (int field = 3; ls >> f; ++field) {
+    try {
+      if (field == 9) st.flags = std::stoull(f);
+      if (field == 14) st.utime = std::stoull(f);
+      if (field == 15) {
+        st.stime = std::stoull(f);
+        return st;
+      }
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::pair<std::uint64_t, std::uint64_t>> read_proc_cpu_ticks(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string all;
   if (!std::getline(in, all)) return std::nullopt;
-  // the command name may hold spaces and ')': fields resume after the last ')'
-  const auto close = all.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream ls(all.substr(close + 2));
-  std::string f;
-  std::uint64_t utime = 0, stime = 0;
-  for (int field = 3; ls >> f; ++field) {
-    if (field == 14) utime = std::stoull(f);
-    if (field == 15) {
-      stime = std::stoull(f);
-      return std::make_pair(utime, stime);
+  const auto st = parse_proc_stat(all);
+  if (!st) return std::nullopt;
+  return std::make_pair(st->utime, st->stime);
+}
+
+std::string kthread_family(const std::string& comm) {
+  const auto trim = [](std::string s) {
+    while (!s.empty() && (std::isdigit(static_cast<unsigned char>(s.back())) || s.back() == '.'))
+      s.pop_back();
+    return s;
+  };
+  const auto slash = comm.find('/');
+  std::string family = trim(comm.substr(0, slash));
+  if (family == "kworker" && slash != std::string::npos) {
+    // kworker/CPU:ID[H]-WORKQUEUE[/DEVICE]
+    if (const auto dash = comm.find('-', slash); dash != std::string::npos) {
+      const std::string wq = trim(comm.substr(dash + 1, comm.find('/', dash) - dash - 1));
+      if (!wq.empty()) family += " " + wq;
     }
   }
-  return std::nullopt;
+  return family.empty() ? comm : family;
+}
+
+std::map<int, kthread_ticks> read_kthread_ticks() {
+  constexpr std::uint64_t pf_kthread = 0x00200000;  // include/linux/sched.h
+  std::map<int, kthread_ticks> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    std::ifstream in(e.path() / "stat");
+    std::string all;
+    if (!std::getline(in, all)) continue;  // ended meanwhile
+    const auto st = parse_proc_stat(all);
+    if (st && (st->flags & pf_kthread) != 0)
+      out[std::stoi(name)] = {kthread_family(st->comm), st->utime + st->stime};
+  }
+  return out;
 }
 
 std::vector<std::uint64_t> read_block_stat(const std::string& dev) {
@@ -310,6 +360,7 @@ void sampler::start() {
     }
   }
   _vm_start = read_vmstat_reclaim();
+  _kthreads_start = read_kthread_ticks();
   _result.meminfo_cached_start = read_meminfo()["Cached"];
   _running = true;
   _thread = std::thread([this] { loop(); });
@@ -378,6 +429,20 @@ void sampler::stop() {
       _result.server_sys_s = static_cast<double>(t->second - _cpu_start_sys) / tick;
       _result.server_cpu_s = _result.server_user_s + _result.server_sys_s;
     }
+  }
+  if (!_kthreads_start.empty()) {
+    // a pid that is a kernel thread at both ends is the same thread unless
+    // pids wrapped around within the run; one born during it counts whole
+    double all = 0;
+    for (const auto& [pid, now] : read_kthread_ticks()) {
+      const auto was = _kthreads_start.find(pid);
+      const std::uint64_t before =
+          was != _kthreads_start.end() && was->second.ticks <= now.ticks ? was->second.ticks : 0;
+      const double s = static_cast<double>(now.ticks - before) / tick;
+      all += s;
+      if (s > 0) _result.kthread_cpu_by_family[now.family] += s;
+    }
+    _result.kthread_cpu_s = all;
   }
   if (!_cfg.block_device.empty()) {
     const auto end = read_block_stat(_cfg.block_device);

@@ -81,6 +81,30 @@ struct syscall_line {
 // Parses the state letter from a /proc/.../stat line ('?' when malformed).
 [[nodiscard]] char stat_state(const std::string& stat_line);
 
+// What a /proc/PID/stat line says of the task: its name, its flags (field 9)
+// and its CPU ticks (utime, stime); nullopt when malformed.
+struct proc_stat {
+  std::string comm;
+  std::uint64_t flags = 0, utime = 0, stime = 0;
+};
+[[nodiscard]] std::optional<proc_stat> parse_proc_stat(const std::string& stat_line);
+
+// The kernel's own threads (PF_KTHREAD): work the kernel does for the
+// server off the server's threads is charged there: write-back that a
+// DONTCACHE WRITE started, the I/O completions XFS and iomap hand to
+// workqueues (unwritten extent conversion, i_size updates, dropping a
+// DONTCACHE folio), the loop device's worker, ksoftirqd, kswapd. Ticks by
+// pid, with each thread's family (kthread_family).
+struct kthread_ticks {
+  std::string family;
+  std::uint64_t ticks = 0;
+};
+[[nodiscard]] std::map<int, kthread_ticks> read_kthread_ticks();
+// A kernel thread's name without what tells its instances apart:
+// "kworker/u8:3-xfs-conv/loop0" -> "kworker xfs-conv" (the workqueue it
+// served last), "loop0" -> "loop", "ksoftirqd/1" -> "ksoftirqd".
+[[nodiscard]] std::string kthread_family(const std::string& comm);
+
 struct thread_stats {  // over the run's snapshots
   unsigned samples = 0;
   unsigned threads_peak = 0, workers_peak = 0, iowq_peak = 0;
@@ -101,6 +125,10 @@ struct sample_result {
   std::uint64_t meminfo_cached_start = 0;
   double server_cpu_s = -1;  // utime+stime delta, seconds
   double server_user_s = -1, server_sys_s = -1;
+  // the kernel's own threads during the run (read_kthread_ticks): in all,
+  // and by family; a thread that ended during the run is left out
+  double kthread_cpu_s = -1;
+  std::map<std::string, double> kthread_cpu_by_family;
   std::string block_device;
   std::int64_t dev_reads = -1, dev_read_bytes = -1, dev_writes = -1, dev_write_bytes = -1;
   std::map<std::string, std::int64_t> vmstat_delta;  // pgscan_kswapd, pgsteal_kswapd, allocstall_*
@@ -131,6 +159,7 @@ class sampler {
   std::uint64_t _cpu_start_user = 0, _cpu_start_sys = 0;
   std::vector<std::uint64_t> _dev_start;
   std::map<std::string, std::int64_t> _vm_start;
+  std::map<int, kthread_ticks> _kthreads_start;
 };
 
 // Helpers exposed for tests.

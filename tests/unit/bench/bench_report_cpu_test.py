@@ -68,3 +68,24 @@ def test_bench_compare_keeps_the_phases_apart(run_dir):
     out = subprocess.run([sys.executable, str(TOOLS / "bench_compare.py"), str(run_dir), str(run_dir)],
                          capture_output=True, text=True, check=True).stdout
     assert "| stream (write) | direct |" in out and "| stream (read) | direct |" in out
+
+
+def test_the_kernel_threads_cpu_is_added_by_phase_with_its_families(run_dir):
+    """dcache-bench's kthread_cpu_s: a table of the server's and the kernel
+    threads' seconds together, and the families that took the most."""
+    runs = run_dir / "runs"
+    for v, k in (("vfs", 0.1), ("dontcache", 0.3), ("direct", 0.2)):
+        f = runs / f"stream-write.{v}.1.json"
+        j = json.loads(f.read_text())
+        j["server"]["kthread_cpu_s"] = k
+        j["server"]["kthread_cpu_by_family"] = {"kworker xfs-conv": k - 0.05, "ksoftirqd": 0.05}
+        f.write_text(json.dumps(j))
+    result, table = report(run_dir)
+    row = next(r for r in result["rows"] if r["phase"] == "write" and r["variant"] == "dontcache")
+    assert row["kthread_cpu_s_per_gib"] == pytest.approx(0.3)
+    assert row["with_kthreads_cpu_s_per_gib"] == pytest.approx(1.5)
+    assert row["kthread_cpu_s_per_gib_by_family"]["kworker xfs-conv"] == pytest.approx(0.25)
+    section = table.split("### The shared server with the kernel's threads")[1]
+    assert "| stream | write | 1.10 | 1.50 | 0.80 | 0.53 | 0.73 |" in section
+    assert "- stream write dontcache: kworker xfs-conv 0.25, ksoftirqd 0.05" in section
+    assert "| stream | read |" not in section, "runs without the figure have no row"

@@ -420,6 +420,46 @@ TEST(Sampler, CachestatSeesWhatWasWrittenAndDropped)
 	std::filesystem::remove_all(dir);
 }
 
+// A kernel thread's stat line: flags (field 9) carry PF_KTHREAD, the name
+// may hold spaces and ')', and the family drops what tells instances apart.
+TEST(Sampler, ParsesProcStatAndNamesKernelThreadFamilies)
+{
+	const auto st = db::parse_proc_stat("57 (kworker/u8:3-xfs-conv/loop0) I 2 0 0 0 -1 69238880 0 0 0 0 "
+					    "12 345 0 0 20 0 1 0 100 0 0");
+	ASSERT_TRUE(st);
+	EXPECT_EQ(st->comm, "kworker/u8:3-xfs-conv/loop0");
+	EXPECT_EQ(st->flags, 69238880u);
+	EXPECT_NE(st->flags & 0x00200000u, 0u);
+	EXPECT_EQ(st->utime, 12u);
+	EXPECT_EQ(st->stime, 345u);
+	const auto odd = db::parse_proc_stat("9 (a) b) S 1 1 1 0 -1 4194304 0 0 0 0 7 8 0 0");
+	ASSERT_TRUE(odd);
+	EXPECT_EQ(odd->comm, "a) b");
+	EXPECT_EQ(odd->utime + odd->stime, 15u);
+	EXPECT_FALSE(db::parse_proc_stat("9 (short) S 1 1"));
+	EXPECT_FALSE(db::parse_proc_stat("9 (bad) S 1 1 1 0 -1 x 0 0 0 0 7 8"));
+
+	EXPECT_EQ(db::kthread_family("kworker/u8:3-xfs-conv/loop0"), "kworker xfs-conv");
+	EXPECT_EQ(db::kthread_family("kworker/1:2H-kblockd"), "kworker kblockd");
+	EXPECT_EQ(db::kthread_family("kworker/u9:0-loop12"), "kworker loop");
+	EXPECT_EQ(db::kthread_family("kworker/0:1"), "kworker");
+	EXPECT_EQ(db::kthread_family("loop3"), "loop");
+	EXPECT_EQ(db::kthread_family("ksoftirqd/1"), "ksoftirqd");
+	EXPECT_EQ(db::kthread_family("kswapd0"), "kswapd");
+	EXPECT_EQ(db::kthread_family("kdamond.0"), "kdamond");
+	EXPECT_EQ(db::kthread_family("xfsaild/loop0"), "xfsaild");
+	EXPECT_EQ(db::kthread_family("42"), "42");
+}
+
+// The machine always has kernel threads (kthreadd's children), and this
+// process is not one of them.
+TEST(Sampler, FindsKernelThreadsAndNotItself)
+{
+	const auto k = db::read_kthread_ticks();
+	EXPECT_FALSE(k.empty());
+	EXPECT_EQ(k.count(::getpid()), 0u);
+}
+
 // ------------------------------------------------------- thread sampling --
 TEST(ThreadSampler, ParsesStateAndSyscallLines)
 {
