@@ -9,7 +9,7 @@ WORKLOADS = ["mix", "randread", "randwrite", "reread", "stream", "interleave", "
              "interleave_commit_every", "interleave_slow", "mempressure", "commit", "latency"]
 # A workload of several measured phases writes runs/WORKLOAD-PHASE.V.R.json;
 # the others' one measured phase, named for the CPU table by what it does.
-PHASES = {"stream": ["write", "read"]}
+PHASES = {"stream": ["write", "rewrite", "read"]}
 MEASURED = {"mix": "read+write", "randread": "read", "randwrite": "write", "reread": "read again",
             "interleave": "write", "interleave_commit_end": "write", "interleave_commit_every": "write",
             "interleave_slow": "write", "mempressure": "read+write", "commit": "write", "latency": "read",

@@ -84,10 +84,13 @@ class Shared:
 
     def stream(self, v, r):
         """One writer, SIZE in 1 MiB WRITEs (iodepth 8) into an emptied file,
-        the COMMIT at close in the time; then the file read back cold:
-        phases write and read (their CPU per GiB is a mode's floor)."""
+        the COMMIT at close in the time; then written again over its own
+        blocks (no WRITE extends the file); then the file read back cold:
+        phases write, rewrite and read (their CPU per GiB is a mode's
+        floor)."""
         job = dict(bs="1M", numjobs=1, iodepth=8, size=self.cfg.size, filename="stream")
         self.measure("stream-write", v, r, dict(job, rw="write", truncate=1))
+        self.measure("stream-rewrite", v, r, dict(job, rw="write"))
         self.measure("stream-read", v, r, dict(job, rw="read", verify=1))
         path = os.path.join(self.dir(v), "stream.0")
         if os.path.exists(path):
