@@ -115,6 +115,18 @@ class Driver:
                  f"disk: {' '.join(disk) or 'unknown'} (image on {tmp}, loop --direct-io=on, {self.cfg.fs.upper()})",
                  f"size: {self.cfg.knob('size')} ({self.cfg.size} bytes per variant), runtime: {self.cfg.runtime:g}s, "
                  f"repeats: {self.cfg.repeats}"]
+        reporting = "/sys/module/page_reporting/parameters"
+        if os.path.isdir(reporting):
+            # a virtual machine handing free memory back to its host: the
+            # first touch of memory free for a few seconds is a host page
+            # fault (docs/benchmarks.md, "Known limits")
+            try:
+                with open(os.path.join(reporting, "page_reporting_order"), encoding="ascii") as f:
+                    order = f.read().strip()
+            except OSError:
+                order = "?"
+            lines.append(f"free page reporting: on (page_reporting_order {order}): memory free for a few seconds "
+                         "goes back to the host, and growing the page cache costs a host fault per page")
         if self.cfg.device_bps:
             lines.append(f"device: throttled to {self.cfg.device_bps} bytes/s (--device-bps, cgroup v1 blkio), "
                          "except latency (its own)")
