@@ -40,11 +40,13 @@ VARIANTS = {
     # ... with its streams giving way to the export's cached requests (only when named)
     "auto_yield": _modes("auto", Auto_Stream_Yield_Ms="500"),
     "auto_direct_yield": _modes("auto", Auto_Write_Stream="direct", Auto_Stream_Yield_Ms="500"),
+    # ... giving way for up to the most the setting allows: longer than a burst of the working set
+    "auto_yield_1s": _modes("auto", Auto_Stream_Yield_Ms="1000"),
     # ... with its write streams direct only while its cached requests are quiet (only when named)
     "auto_quiet": _modes("auto", Auto_Write_Stream="direct_when_quiet"),
     "auto_quiet_yield": _modes("auto", Auto_Write_Stream="direct_when_quiet", Auto_Stream_Yield_Ms="500"),
 }
-NAMED_ONLY = ("auto_direct", "auto_yield", "auto_direct_yield", "auto_quiet", "auto_quiet_yield")
+NAMED_ONLY = ("auto_direct", "auto_yield", "auto_direct_yield", "auto_yield_1s", "auto_quiet", "auto_quiet_yield")
 FIRST_ID = 20
 
 
