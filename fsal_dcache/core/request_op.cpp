@@ -63,8 +63,8 @@ void request_op::resolve_auto() noexcept
 	// A stream's request gives way, here in the calling thread, before it
 	// has a place or a buffer.
 	using clock = yield_gate::clock;
-	const clock::duration waited =
-		_e.yield.wait(k_yield_quiet, clock::now() + std::chrono::milliseconds(_s.auto_stream_yield_ms));
+	const std::chrono::milliseconds longest{_s.auto_stream_yield_ms};
+	const clock::duration waited = _e.yield.wait(k_yield_quiet, clock::now() + longest, longest);
 	if (waited > clock::duration::zero()) {
 		add(stat::auto_yields);
 		add(stat::auto_yield_us,

@@ -24,15 +24,16 @@ bool yield_gate::busy(clock::time_point now, clock::duration quiet) const noexce
 	return now - last < quiet;
 }
 
-yield_gate::clock::duration yield_gate::wait(clock::duration quiet, clock::time_point deadline) noexcept
+yield_gate::clock::duration yield_gate::wait(clock::duration quiet, clock::time_point deadline,
+					     clock::duration reopen) noexcept
 {
 	const clock::time_point start = clock::now();
-	if (!busy(start, quiet)) {
-		if (_open.load(std::memory_order_relaxed))
-			_open.store(false, std::memory_order_relaxed); // a quiet moment: give way again
-		return clock::duration::zero();
+	if (_open.load(std::memory_order_relaxed)) {
+		if (busy(start, std::max(quiet, reopen)))
+			return clock::duration::zero();	       // they have not paused for long
+		_open.store(false, std::memory_order_relaxed); // a long pause: give way again
 	}
-	if (start >= deadline || _open.load(std::memory_order_relaxed))
+	if (!busy(start, quiet) || start >= deadline)
 		return clock::duration::zero();
 	if (_waiting.fetch_add(1, std::memory_order_relaxed) >= k_yield_max_waiting) {
 		_waiting.fetch_sub(1, std::memory_order_relaxed);

@@ -16,8 +16,13 @@
 // Giving way helps a burst: work that ends sooner for it.  Requests that
 // keep coming (random readers that never stop) would only hold the stream
 // back for as long as they go on, so a wait that reaches its deadline
-// opens the gate: no stream waits from then on until the export has been
-// quiet (k_yield_quiet without such a request) once.
+// opens the gate: no stream waits from then on until the export has gone
+// the setting's time without such a request (at least k_yield_quiet).
+// Readers that never stop still pause now and then on a busy machine, for
+// longer than k_yield_quiet: closing the gate at such a pause had the
+// pair's writers wait again and again, 35 % slower
+// (docs/results/2026-12-07-auto-yield.md); the pause between two bursts
+// of a working set is seconds.
 //
 // Thread-safety: everything may be called concurrently, without a lock;
 // a waiting stream sleeps and looks again every quiet time at most.
@@ -51,9 +56,11 @@ public:
 	void leave() noexcept;
 	// A stream's request: waits while enter()ed requests are in flight or
 	// the last of them left less than quiet ago, until deadline at most,
-	// unless the gate is open (above).  Returns how long it waited (zero:
-	// it did not).
-	[[nodiscard]] clock::duration wait(clock::duration quiet, clock::time_point deadline) noexcept;
+	// unless the gate is open (above): an open gate closes when the export
+	// has had none for reopen (at least quiet).  Returns how long it
+	// waited (zero: it did not).
+	[[nodiscard]] clock::duration wait(clock::duration quiet, clock::time_point deadline,
+					   clock::duration reopen) noexcept;
 
 	// Whether enter()ed requests are in flight or the last of them left
 	// less than quiet before now.
@@ -67,7 +74,7 @@ private:
 	std::atomic<std::uint32_t> _in{0};
 	std::atomic<std::int64_t> _last_leave{0}; // clock's ticks
 	std::atomic<std::uint32_t> _waiting{0};
-	std::atomic<bool> _open{false}; // a wait met its deadline: none until a quiet moment
+	std::atomic<bool> _open{false}; // a wait met its deadline: none until a long pause
 };
 
 } // namespace dcache::core

@@ -20,7 +20,7 @@ using clock_type = yield_gate::clock;
 TEST(yield_gate, an_idle_gate_lets_a_stream_through_at_once)
 {
 	yield_gate g;
-	EXPECT_EQ(g.wait(2ms, clock_type::now() + 1s), clock_type::duration::zero());
+	EXPECT_EQ(g.wait(2ms, clock_type::now() + 1s, 0ms), clock_type::duration::zero());
 }
 
 TEST(yield_gate, a_stream_waits_until_the_last_request_left_and_the_quiet_time)
@@ -29,7 +29,7 @@ TEST(yield_gate, a_stream_waits_until_the_last_request_left_and_the_quiet_time)
 	g.enter();
 	g.enter();
 	const auto start = clock_type::now();
-	auto waited = std::async(std::launch::async, [&] { return g.wait(20ms, clock_type::now() + 5s); });
+	auto waited = std::async(std::launch::async, [&] { return g.wait(20ms, clock_type::now() + 5s, 0ms); });
 	std::this_thread::sleep_for(30ms);
 	g.leave();
 	EXPECT_EQ(waited.wait_for(30ms), std::future_status::timeout) << "one is still in flight";
@@ -47,7 +47,7 @@ TEST(yield_gate, a_request_in_the_quiet_time_keeps_the_stream_waiting)
 	yield_gate g;
 	g.enter();
 	g.leave();
-	auto waited = std::async(std::launch::async, [&] { return g.wait(50ms, clock_type::now() + 5s); });
+	auto waited = std::async(std::launch::async, [&] { return g.wait(50ms, clock_type::now() + 5s, 0ms); });
 	std::this_thread::sleep_for(20ms);
 	g.enter();
 	std::this_thread::sleep_for(100ms);
@@ -60,10 +60,10 @@ TEST(yield_gate, a_stream_never_waits_past_its_deadline)
 {
 	yield_gate g;
 	g.enter();
-	const clock_type::duration w = g.wait(2ms, clock_type::now() + 40ms);
+	const clock_type::duration w = g.wait(2ms, clock_type::now() + 40ms, 0ms);
 	EXPECT_GE(w, 40ms);
 	EXPECT_LT(w, 2s);
-	EXPECT_EQ(g.wait(2ms, clock_type::now()), clock_type::duration::zero()) << "a deadline already past";
+	EXPECT_EQ(g.wait(2ms, clock_type::now(), 0ms), clock_type::duration::zero()) << "a deadline already past";
 	g.leave();
 }
 
@@ -75,33 +75,55 @@ TEST(yield_gate, no_more_than_the_bound_wait_at_once)
 	g.enter();
 	std::vector<std::future<clock_type::duration>> waiting;
 	for (std::uint32_t i = 0; i < dcache::core::k_yield_max_waiting; ++i)
-		waiting.push_back(std::async(std::launch::async, [&] { return g.wait(2ms, clock_type::now() + 5s); }));
+		waiting.push_back(
+			std::async(std::launch::async, [&] { return g.wait(2ms, clock_type::now() + 5s, 0ms); }));
 	for (const auto until = clock_type::now() + 10s;
 	     g.waiting() < dcache::core::k_yield_max_waiting && clock_type::now() < until;)
 		std::this_thread::sleep_for(1ms);
 	ASSERT_EQ(g.waiting(), dcache::core::k_yield_max_waiting);
 	std::this_thread::sleep_for(100ms);
-	EXPECT_EQ(g.wait(2ms, clock_type::now() + 5s), clock_type::duration::zero()) << "one over the bound";
+	EXPECT_EQ(g.wait(2ms, clock_type::now() + 5s, 0ms), clock_type::duration::zero()) << "one over the bound";
 	g.leave();
 	for (auto &w : waiting)
 		EXPECT_GE(w.get(), 100ms);
 }
 
 // Requests that keep coming past a stream's deadline gain nothing from
-// its waiting: the gate opens until the export has been quiet once.
-TEST(yield_gate, a_wait_that_meets_its_deadline_opens_the_gate_until_a_quiet_moment)
+// its waiting: the gate opens until the export has gone the reopen time
+// without one.
+TEST(yield_gate, a_wait_that_meets_its_deadline_opens_the_gate_until_a_long_pause)
 {
 	yield_gate g;
 	g.enter();
-	EXPECT_GE(g.wait(2ms, clock_type::now() + 30ms), 30ms);
+	EXPECT_GE(g.wait(2ms, clock_type::now() + 30ms, 60ms), 30ms);
 	EXPECT_TRUE(g.open());
-	EXPECT_EQ(g.wait(2ms, clock_type::now() + 1s), clock_type::duration::zero()) << "open: no stream waits";
+	EXPECT_EQ(g.wait(2ms, clock_type::now() + 1s, 60ms), clock_type::duration::zero()) << "open: no stream waits";
 	g.leave();
-	std::this_thread::sleep_for(10ms);
-	EXPECT_EQ(g.wait(2ms, clock_type::now() + 1s), clock_type::duration::zero());
-	EXPECT_FALSE(g.open()) << "closed by the quiet moment";
+	std::this_thread::sleep_for(80ms);
+	EXPECT_EQ(g.wait(2ms, clock_type::now() + 1s, 60ms), clock_type::duration::zero());
+	EXPECT_FALSE(g.open()) << "closed by the long pause";
 	g.enter();
-	EXPECT_GE(g.wait(2ms, clock_type::now() + 30ms), 30ms) << "the next burst is given way again";
+	EXPECT_GE(g.wait(2ms, clock_type::now() + 30ms, 60ms), 30ms) << "the next burst is given way again";
+	g.leave();
+}
+
+// Readers that never stop pause now and then for longer than the quiet
+// time; the gate they opened stays open through such pauses, so a stream
+// beside them does not wait again and again.
+TEST(yield_gate, a_pause_shorter_than_the_reopen_time_leaves_the_gate_open)
+{
+	yield_gate g;
+	g.enter();
+	EXPECT_GE(g.wait(2ms, clock_type::now() + 20ms, 1s), 20ms);
+	ASSERT_TRUE(g.open());
+	for (int i = 0; i < 3; ++i) {
+		g.leave();
+		std::this_thread::sleep_for(15ms); // longer than the quiet time
+		EXPECT_EQ(g.wait(2ms, clock_type::now() + 1s, 1s), clock_type::duration::zero())
+			<< "pause " << i << ": the gate closed";
+		EXPECT_TRUE(g.open());
+		g.enter();
+	}
 	g.leave();
 }
 
