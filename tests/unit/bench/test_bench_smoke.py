@@ -133,15 +133,16 @@ def test_the_stream_workload_wrote_and_read_back_verified_data(run):
     r = run[1]
     bad = []
     for v in r["variants"]:
-        w, rd = row(r, "stream", v, "write"), row(r, "stream", v, "read")
-        if not w or not rd:
-            bad.append(f"stream/{v}: phases {'write' if w else ''} {'read' if rd else ''}")
+        w, rw, rd = (row(r, "stream", v, p) for p in ("write", "rewrite", "read"))
+        if not w or not rw or not rd:
+            bad.append(f"stream/{v}: phases {'write' if w else ''} {'rewrite' if rw else ''} {'read' if rd else ''}")
             continue
-        if not w["mib_s"] or not rd["mib_s"] or rd["verify_bytes"] <= 0 or rd["verify_errors"] or w["errors"]:
-            bad.append(f"stream/{v}: write {w['mib_s']} MiB/s, read {rd['mib_s']} MiB/s, "
+        if not w["mib_s"] or not rw["mib_s"] or not rd["mib_s"] or rd["verify_bytes"] <= 0 or rd["verify_errors"] \
+                or w["errors"] or rw["errors"]:
+            bad.append(f"stream/{v}: write {w['mib_s']} MiB/s, rewrite {rw['mib_s']} MiB/s, read {rd['mib_s']} MiB/s, "
                        f"{rd['verify_bytes']} bytes verified, {rd['verify_errors']} verify errors")
-        if w["server_cpu_s_per_gib"] is None or rd["server_cpu_s_per_gib"] is None:
-            bad.append(f"stream/{v}: no CPU per GiB")
+        if any(x["server_cpu_s_per_gib"] is None or x["kthread_cpu_s_per_gib"] is None for x in (w, rw, rd)):
+            bad.append(f"stream/{v}: no CPU per GiB, the server's or the kernel threads'")
     assert not bad, "\n  ".join(["stream:"] + bad)
 
 
@@ -293,7 +294,8 @@ def test_table_md_reports_cpu_per_gib_of_every_phase_and_the_charts_were_drawn(r
     out = run[2]
     table = (out / "table.md").read_text()
     assert "## Server CPU per GiB by phase" in table, "table.md: no CPU per GiB section"
-    for line in ("| stream | write |", "| stream | read |", "| rwf, limit | mixed | write |",
+    assert "### The shared server with the kernel's threads" in table, "table.md: no CPU with the kernel threads"
+    for line in ("| stream | write |", "| stream | rewrite |", "| stream | read |", "| rwf, limit | mixed | write |",
                  "| rwf, limit | noisy_pair | noisy |", "| rwf, limit | seq_write | stream + WS |"):
         assert line in table, f"table.md: no CPU per GiB row starting {line!r}"
     for chart in ("chart.png", "chart-cpu.png", "chart-pagecache.png"):
