@@ -148,13 +148,31 @@ std::map<std::string, std::int64_t> read_vmstat_reclaim() {
   return out;
 }
 
+namespace {
+std::string read_small(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+// The command name sits between the first '(' and the last ')' of a stat
+// line (it may hold spaces and ')'); "" when malformed.
+std::string stat_comm(const std::string& all) {
+  const auto open = all.find('('), close = all.rfind(')');
+  return open != std::string::npos && close != std::string::npos && close > open
+             ? all.substr(open + 1, close - open - 1)
+             : "";
+}
+}  // namespace
+
 std::optional<proc_stat> parse_proc_stat(const std::string& all) {
-  // the command name may hold spaces and ')': fields resume after the last ')'
+  // fields resume after the last ')'
   const auto open = all.find('('), close = all.rfind(')');
   if (open == std::string::npos || close == std::string::npos || close < open || close + 2 > all.size())
     return std::nullopt;
   proc_stat st;
-  st.comm = all.substr(open + 1, close - open - 1);
+  st.comm = stat_comm(all);
   std::istringstream ls(all.substr(close + 2));
   std::string f;
   for (int field = 3; ls >> f; ++field) {
@@ -207,10 +225,7 @@ std::map<int, kthread_ticks> read_kthread_ticks() {
     const std::string name = e.path().filename().string();
     if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
       continue;
-    std::ifstream in(e.path() / "stat");
-    std::string all;
-    if (!std::getline(in, all)) continue;  // ended meanwhile
-    const auto st = parse_proc_stat(all);
+    const auto st = parse_proc_stat(read_small(e.path() / "stat"));  // nullopt: ended meanwhile
     if (st && (st->flags & pf_kthread) != 0)
       out[std::stoi(name)] = {kthread_family(st->comm), st->utime + st->stime};
   }
@@ -277,12 +292,6 @@ bool fd_is_file(int pid, std::uint64_t fd) {
   return S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
 }
 
-std::string read_small(const std::string& path) {
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
 }  // namespace
 
 std::optional<thread_snapshot> read_thread_snapshot(int pid) {
@@ -297,10 +306,7 @@ std::optional<thread_snapshot> read_thread_snapshot(int pid) {
     const std::string stat = read_small(t + "/stat");
     if (stat.empty()) continue;  // the thread exited between listing and reading
     const char state = stat_state(stat);
-    // comm sits between the first '(' and the last ')' of stat
-    const auto open = stat.find('('), close = stat.rfind(')');
-    const std::string comm =
-        open != std::string::npos && close > open ? stat.substr(open + 1, close - open - 1) : "";
+    const std::string comm = stat_comm(stat);
     ++s.threads;
     const bool d = state == 'D';
     s.in_d += d;
