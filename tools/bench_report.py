@@ -21,8 +21,8 @@ from pathlib import Path
 # its parts, the modules beside it, wherever it is run or installed from
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_report_charts import charts  # noqa: E402
-from bench_report_common import GiB, MiB, PHASES, WORKLOADS, fsal_counters, med  # noqa: E402
-from bench_report_cpu import cpu_tables, kthread_cpu_per_gib  # noqa: E402
+from bench_report_common import MiB, PHASES, WORKLOADS, fsal_counters, med  # noqa: E402
+from bench_report_cpu import cpu_per_gib, cpu_tables  # noqa: E402
 from bench_report_one_export import one_export_tables  # noqa: E402
 from bench_report_pressure import pressure_tables  # noqa: E402
 
@@ -143,9 +143,7 @@ def main():
                 continue
             mibs = med([j["total"]["mib_s"] for j in rs])
             srv = [j["server"] for j in rs]
-            cpu_per_gib = med([s["cpu_s"] / (j["total"]["bytes"] / GiB)
-                               for s, j in zip(srv, rs) if s["cpu_s"] >= 0 and j["total"]["bytes"]])
-            kcpu = kthread_cpu_per_gib(rs)
+            cpu = cpu_per_gib(rs)
             write_ops = med([j["write"]["ops"] for j in rs])
             dev_reads = med([s["dev_reads"] for s in srv])
             row = {
@@ -157,10 +155,10 @@ def main():
                 "read_lat_p99_us": med([j["read"]["lat_p99_us"] for j in rs if j["read"]["ops"]]),
                 "write_lat_p50_us": med([j["write"]["lat_p50_us"] for j in rs if j["write"]["ops"]]),
                 "write_lat_p99_us": med([j["write"]["lat_p99_us"] for j in rs if j["write"]["ops"]]),
-                "server_cpu_s_per_gib": cpu_per_gib,
-                "kthread_cpu_s_per_gib": kcpu["all"],
-                "with_kthreads_cpu_s_per_gib": kcpu["with_server"],
-                "kthread_cpu_s_per_gib_by_family": kcpu["by_family"],
+                "server_cpu_s_per_gib": cpu["server"],
+                "kthread_cpu_s_per_gib": cpu["all"],
+                "with_kthreads_cpu_s_per_gib": cpu["with_server"],
+                "kthread_cpu_s_per_gib_by_family": cpu["by_family"],
                 "cache_peak_mib": med([s["cache_peak"] / MiB for s in srv]),
                 "cache_final_mib": med([s["cache_final"] / MiB for s in srv]),
                 "dirty_peak_mib": med([s["dirty_peak"] / MiB for s in srv]),

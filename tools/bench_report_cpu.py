@@ -19,15 +19,17 @@ SERVER = "server_cpu_s_per_gib"
 WITH_KTHREADS = "with_kthreads_cpu_s_per_gib"
 
 
-def kthread_cpu_per_gib(runs):
-    """The kernel threads' CPU per GiB over a row's repeats (medians): in
-    all, with the server's added, and by family."""
+def cpu_per_gib(runs):
+    """A row's CPU per GiB over its repeats (medians): the server's, the
+    kernel threads' in all, both together, and the kernel threads' by
+    family."""
     def per_gib(j, secs):
         moved = j["total"]["bytes"]
         return secs / (moved / GiB) if secs is not None and secs >= 0 and moved else None
     srv = [(j, j["server"]) for j in runs]
     families = sorted({k for _, s in srv for k in s.get("kthread_cpu_by_family", {})})
     return {
+        "server": med([per_gib(j, s.get("cpu_s")) for j, s in srv]),
         "all": med([per_gib(j, s.get("kthread_cpu_s")) for j, s in srv]),
         "with_server": med([per_gib(j, s["kthread_cpu_s"] + s["cpu_s"]) for j, s in srv
                             if s.get("kthread_cpu_s", -1) >= 0 and s.get("cpu_s", -1) >= 0]),
