@@ -1,5 +1,6 @@
 #include "dcache_io/memory_signal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -248,10 +249,43 @@ std::optional<level> tightest(const memory_sampler::group &g, std::uint64_t memt
 
 } // namespace
 
+bool free_pages_reported(const std::string &virtio_devices)
+{
+	// virtio ids: device 5 is the balloon; feature bit 5 is
+	// VIRTIO_BALLOON_F_REPORTING ("features" lists the bits negotiated,
+	// bit 0 first).
+	constexpr std::string_view k_balloon = "0x0005";
+	constexpr std::size_t k_reporting_bit = 5;
+	DIR *dir = ::opendir(virtio_devices.c_str());
+	if (dir == nullptr)
+		return false;
+	bool reported = false;
+	std::string text;
+	while (const dirent *d = ::readdir(dir)) {
+		if (d->d_name[0] == '.')
+			continue;
+		const std::string device = virtio_devices + "/" + d->d_name;
+		if (!read_file(device + "/device", text) || text.compare(0, k_balloon.size(), k_balloon) != 0)
+			continue;
+		if (::access((device + "/driver").c_str(), F_OK) != 0)
+			continue; // no driver: nothing negotiated
+		if (read_file(device + "/features", text) && text.size() > k_reporting_bit &&
+		    text[k_reporting_bit] == '1') {
+			reported = true;
+			break;
+		}
+	}
+	::closedir(dir);
+	return reported;
+}
+
 memory_state memory_sampler::sample()
 {
 	memory_state m;
 	std::string text;
+	if (!_reported)
+		_reported = free_pages_reported(_paths.virtio_devices);
+	m.reported = *_reported;
 	if (!read_file(_paths.meminfo, text))
 		return m;
 	const auto total = field(text, "MemTotal");
@@ -296,8 +330,8 @@ memory_state memory_sampler::sample()
 namespace {
 
 // The sample memory_now() answers with.  A sequence count around each
-// store (odd while one is being written) lets readers take all three
-// values of one sample without a lock: the values are stored with release
+// store (odd while one is being written) lets readers take every
+// value of one sample without a lock: the values are stored with release
 // after the count turns odd (an acquire-release increment, so they cannot
 // be seen before it) and loaded with acquire before the count is read
 // again, so a reader that saw a new value sees the count changed.  (No
@@ -307,6 +341,7 @@ struct shared_sample {
 	std::atomic<std::uint64_t> free{0};
 	std::atomic<std::uint64_t> capacity{0};
 	std::atomic<std::uint8_t> from{0};
+	std::atomic<bool> reported{false};
 	std::atomic<std::int64_t> taken_ns{std::numeric_limits<std::int64_t>::min()};
 	std::atomic<bool> sampling{false};
 	std::atomic<std::uint64_t> samples{0};
@@ -334,6 +369,7 @@ void refresh(std::int64_t now) noexcept
 	g_sample.free.store(m.free, std::memory_order_release);
 	g_sample.capacity.store(m.capacity, std::memory_order_release);
 	g_sample.from.store(static_cast<std::uint8_t>(m.from), std::memory_order_release);
+	g_sample.reported.store(m.reported, std::memory_order_release);
 	g_sample.seq.fetch_add(1, std::memory_order_release); // even: whole
 	g_sample.taken_ns.store(now, std::memory_order_release);
 	g_sample.samples.fetch_add(1, std::memory_order_relaxed);
@@ -357,6 +393,7 @@ memory_state memory_now() noexcept
 		m.free = g_sample.free.load(std::memory_order_acquire);
 		m.capacity = g_sample.capacity.load(std::memory_order_acquire);
 		m.from = static_cast<memory_state::source>(g_sample.from.load(std::memory_order_acquire));
+		m.reported = g_sample.reported.load(std::memory_order_acquire);
 		if (before % 2 == 0 && g_sample.seq.load(std::memory_order_relaxed) == before)
 			return m;
 	}

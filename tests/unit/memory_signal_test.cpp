@@ -30,6 +30,7 @@ protected:
 		paths.proc_self_cgroup = root + "/cgroup";
 		paths.mountinfo = root + "/mountinfo";
 		paths.meminfo = root + "/meminfo";
+		paths.virtio_devices = root + "/virtio";
 		// 24 GiB, 18 GiB free, 22 GiB available.
 		put("meminfo", "MemTotal:       25165824 kB\nMemFree:        18874368 kB\n"
 			       "MemAvailable:   23068672 kB\nBuffers:           68072 kB\n");
@@ -115,6 +116,32 @@ TEST_F(memory_tree, a_group_counts_only_what_it_does_not_use)
 	const memory_state m = sample_memory(paths);
 	EXPECT_EQ(m.from, memory_state::source::cgroup_v2);
 	EXPECT_EQ(m.free, 124 * MiB);
+}
+
+// /sys/bus/virtio/devices as the kernel lays it out: a virtio device's
+// id, its negotiated feature bits (bit 0 first) and its driver's link.
+TEST_F(memory_tree, free_page_reporting_is_a_balloon_that_negotiated_it)
+{
+	const auto device = [&](const std::string &name, const std::string &id, const std::string &bits, bool driver) {
+		put("virtio/" + name + "/device", id + "\n");
+		put("virtio/" + name + "/features", bits + std::string(64 - bits.size(), '0') + "\n");
+		if (driver)
+			fs::create_directory_symlink(root, root + "/virtio/" + name + "/driver");
+	};
+	EXPECT_FALSE(free_pages_reported(paths.virtio_devices)) << "no virtio devices at all";
+	EXPECT_FALSE(sample_memory(paths).reported);
+	device("virtio1", "0x0002", "00100111", true); // a disk: bit 5 is not reporting there
+	device("virtio0", "0x0005", "01100001", true); // a balloon with statistics only
+	EXPECT_FALSE(free_pages_reported(paths.virtio_devices));
+	device("virtio3", "0x0005", "01100101", false); // reporting offered, no driver bound
+	EXPECT_FALSE(free_pages_reported(paths.virtio_devices));
+	fs::create_directory_symlink(root, root + "/virtio/virtio3/driver");
+	EXPECT_TRUE(free_pages_reported(paths.virtio_devices));
+	const memory_state m = sample_memory(paths);
+	EXPECT_TRUE(m.reported);
+	EXPECT_EQ(m.free, 18ULL << 30) << "the figures as without it";
+	paths.meminfo = root + "/none";
+	EXPECT_TRUE(sample_memory(paths).reported) << "known even where the memory is not";
 }
 
 TEST_F(memory_tree, nothing_known_without_meminfo)

@@ -38,6 +38,11 @@ struct memory_state {
 	// MemAvailable (the smaller of the two in a group).
 	std::uint64_t capacity = 0;
 	source from = source::none; // none: nothing could be read
+	// The machine reports its free memory to a host (free page reporting:
+	// a virtio balloon device with VIRTIO_BALLOON_F_REPORTING): the host
+	// takes back memory left free, so a page the page cache takes from
+	// free memory costs a fault in the host at its first touch.
+	bool reported = false;
 	[[nodiscard]] bool known() const noexcept { return from != source::none; }
 	friend bool operator==(const memory_state &, const memory_state &) = default;
 };
@@ -57,7 +62,13 @@ struct memory_paths {
 	std::string proc_self_cgroup = "/proc/self/cgroup";
 	std::string mountinfo = "/proc/self/mountinfo";
 	std::string meminfo = "/proc/meminfo";
+	std::string virtio_devices = "/sys/bus/virtio/devices";
 };
+
+// Whether a virtio balloon device under virtio_devices (a driver bound to
+// it) negotiated free page reporting.  Hyper-V's balloon reports free
+// pages too and is not recognised.
+[[nodiscard]] bool free_pages_reported(const std::string &virtio_devices);
 
 // Samples read from paths, remembering between them where the memory
 // controller's hierarchy is mounted: mountinfo, the costliest file by far,
@@ -87,6 +98,7 @@ private:
 	unsigned _without = 0;	// samples since mountinfo was read, with no mount in it
 	std::string _last_path; // the group /proc/self/cgroup named last
 	unsigned _mountinfo_reads = 0;
+	std::optional<bool> _reported; // read at the first sample: devices stay
 };
 
 // One sample, read now.
