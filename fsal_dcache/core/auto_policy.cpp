@@ -13,6 +13,7 @@ const char *auto_reason_name(auto_reason r) noexcept
 	case auto_reason::reused: return "reused";
 	case auto_reason::too_big: return "too_big";
 	case auto_reason::stream: return "stream";
+	case auto_reason::free_reported: return "free_reported";
 	}
 	return "?";
 }
@@ -50,8 +51,16 @@ auto_choice auto_decide(const dcache_settings &s, bool write, std::uint64_t leng
 	// Unknown memory has nothing free: streams go uncached.
 	// Spare memory is no reason to cache a run larger than what fits:
 	// its own pages would count as free again (used once).
-	if (!rewrite && m.known() && m.free >= auto_reserve(m) && f.run_bytes + length <= auto_fit(m))
-		return cached(auto_reason::memory_free);
+	if (!rewrite && m.known() && m.free >= auto_reserve(m) && f.run_bytes + length <= auto_fit(m)) {
+		if (!write)
+			return f.past ? auto_choice{uncached, auto_reason::free_reported}
+				      : cached(auto_reason::memory_free);
+		if (s.auto_write_spare_memory == DCACHE_SPARE_CACHE)
+			return cached(auto_reason::memory_free);
+		if (s.auto_write_spare_memory == DCACHE_SPARE_UNLESS_REPORTED)
+			return m.reported ? auto_choice{uncached, auto_reason::free_reported}
+					  : cached(auto_reason::memory_free);
+	}
 	if (f.rereads && !write)
 		return f.span <= auto_fit(m) ? cached(auto_reason::reused)
 					     : auto_choice{uncached, auto_reason::too_big};

@@ -19,6 +19,22 @@
 //                pages go to write-back as it is answered: auto_resolution
 //                ::write_behind), so that it leaves clean pages, not GiBs
 //                of dirty ones for a COMMIT; not a rewrite (below);
+//                a WRITE stream only as Auto_Write_Spare_Memory allows;
+//   free_reported  by default, where the machine reports its free memory
+//                to a host (io::memory_state::reported), a WRITE stream
+//                that memory_free would cache goes the stream's way:
+//                there every page the page cache takes from free memory
+//                costs a fault in the host (Auto_Write_Spare_Memory =
+//                stream: `stream` instead, whatever the machine); and so
+//                does the first READ run to read such a file back
+//                (auto_file_view::past) if it begins while the export
+//                serves a working set (a cached READ in the last
+//                k_auto_working_set_ms): its data was never cached, and
+//                the faults of caching it then take the CPU the working
+//                set's clients wait for (begun on an export otherwise
+//                idle, it is cached as memory_free, as a file is that is
+//                written and then read to warm the cache; the next run
+//                is a re-read like any other);
 //   reused       a READ run that re-reads what the export's history
 //                holds stays cached while the data fits the page cache (at
 //                most half of what it could hold); a WRITE run over it is a
@@ -43,15 +59,18 @@
 
 namespace dcache::core {
 
-enum class auto_reason : std::uint8_t { small, no_stream, memory_free, reused, too_big, stream };
-inline constexpr std::size_t k_auto_reasons = 6;
+// Numbered as the USDT probe reports them: a new reason goes last.
+enum class auto_reason : std::uint8_t { small, no_stream, memory_free, reused, too_big, stream, free_reported };
+inline constexpr std::size_t k_auto_reasons = 7;
 
 [[nodiscard]] const char *auto_reason_name(auto_reason r) noexcept;
 // Whether a request so decided belongs to a stream (memory_free, too_big,
-// stream: Auto_Stream_Yield_Ms makes those wait for the others).
+// stream, free_reported: Auto_Stream_Yield_Ms makes those wait for the
+// others).
 [[nodiscard]] constexpr bool auto_is_stream(auto_reason r) noexcept
 {
-	return r == auto_reason::memory_free || r == auto_reason::too_big || r == auto_reason::stream;
+	return r == auto_reason::memory_free || r == auto_reason::too_big || r == auto_reason::stream ||
+	       r == auto_reason::free_reported;
 }
 
 // Requests smaller than this stay cached: random small I/O is what the
@@ -69,6 +88,8 @@ struct auto_file_view {
 	std::uint64_t run_bytes = 0; // bytes the request's run moved before it
 	bool rereads = false;	     // the run began inside data the export's history holds
 	std::uint64_t span = 0;	     // bytes of the file the history holds (its data served before)
+	bool past = false;	     // a READ run reading back data written past the cache, beside a working set
+	bool readback = false;	     // ... beside one or not (not a rule's: auto_resolve's)
 };
 
 struct auto_choice {

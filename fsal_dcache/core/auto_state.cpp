@@ -2,12 +2,14 @@
 
 #include "export_state.h"
 #include "file_state.h"
+#include "log.h"
 #include "settings.h"
 
 #include <sys/sdt.h>
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <new>
 
 namespace dcache::core {
@@ -99,7 +101,7 @@ run_view stream_table::observe(std::uint64_t off, std::uint64_t len, std::int64_
 			const bool resumed = now_ns - r.last_ns >= k_idle_ns;
 			advance(r, off, end, now_ns);
 			r.start = std::min(r.start, off); // a late request before the first
-			return {r.start, before, static_cast<int>(i), false, r.rereads, resumed};
+			return {r.start, before, static_cast<int>(i), false, r.rereads, resumed, r.readback, r.past};
 		}
 	}
 	// A new run: in a free slot, else in the one idle longest, else in
@@ -135,6 +137,14 @@ void stream_table::set_rereads(int slot, bool rereads) noexcept
 		_runs[static_cast<std::size_t>(slot)].rereads = rereads;
 }
 
+void stream_table::set_readback(int slot, bool past) noexcept
+{
+	if (slot >= 0 && static_cast<std::size_t>(slot) < _runs.size()) {
+		_runs[static_cast<std::size_t>(slot)].readback = true;
+		_runs[static_cast<std::size_t>(slot)].past = past;
+	}
+}
+
 namespace {
 
 std::atomic<std::uint64_t> g_next_file_id{1};
@@ -154,15 +164,17 @@ auto_file *record_of(dcache_file &f) noexcept
 }
 
 // The counter of each decision, READ and WRITE, by reason.
-constexpr stat k_read_stats[k_auto_reasons] = {stat::read_auto_small,	    stat::read_auto_no_stream,
-					       stat::read_auto_memory_free, stat::read_auto_reused,
-					       stat::read_auto_too_big,	    stat::read_auto_stream};
-constexpr stat k_write_stats[k_auto_reasons] = {stat::write_auto_small,	      stat::write_auto_no_stream,
-						stat::write_auto_memory_free, stat::write_auto_reused,
-						stat::write_auto_too_big,     stat::write_auto_stream};
+constexpr stat k_read_stats[k_auto_reasons] = {stat::read_auto_small,	     stat::read_auto_no_stream,
+					       stat::read_auto_memory_free,  stat::read_auto_reused,
+					       stat::read_auto_too_big,	     stat::read_auto_stream,
+					       stat::read_auto_free_reported};
+constexpr stat k_write_stats[k_auto_reasons] = {stat::write_auto_small,	       stat::write_auto_no_stream,
+						stat::write_auto_memory_free,  stat::write_auto_reused,
+						stat::write_auto_too_big,      stat::write_auto_stream,
+						stat::write_auto_free_reported};
 
 // What the record and the history say of the request, both updated.
-auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s, std::uint64_t offset,
+auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s, bool write, std::uint64_t offset,
 		       std::uint64_t length, const io::memory_state &m) noexcept
 {
 	const std::uint64_t established = static_cast<std::uint64_t>(s.auto_stream_min_mib) << 20;
@@ -170,6 +182,17 @@ auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s,
 		std::chrono::duration_cast<std::chrono::nanoseconds>(e.now().time_since_epoch()).count();
 	mutex_lock lock(r.m);
 	run_view run = r.streams.observe(offset, length, now, established);
+	// The first READ run since the file was written past the cache reads
+	// back what was never cached (auto_file::written_past): past, if the
+	// export served a working set lately (read-backs' own cached READs
+	// are not one: a client warming several such files at once).
+	if (!write && (run.is_new || run.resumed) && r.written_past.load(std::memory_order_relaxed) &&
+	    r.written_past.exchange(false, std::memory_order_relaxed)) {
+		run.readback = true;
+		const std::int64_t ws = e.working_set_read_ns.load(std::memory_order_relaxed);
+		run.past = ws != std::numeric_limits<std::int64_t>::min() && now - ws < k_auto_working_set_ms * 1000000;
+		r.streams.set_readback(run.slot, run.past);
+	}
 	try {
 		// A new run of a file the history has, or one taken up again
 		// after a pause (a pass that meets where an earlier one stopped):
@@ -178,7 +201,7 @@ auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s,
 			run.rereads = e.auto_history.holds(r.id, offset, offset + length);
 			r.streams.set_rereads(run.slot, run.rereads);
 		}
-		auto_file_view view{run.bytes, run.rereads, 0};
+		auto_file_view view{run.bytes, run.rereads, 0, run.past, run.readback};
 		if (run.bytes < established)
 			return view; // no stream (yet): nothing to record
 		view.span = e.auto_history.record(r.id, run.start, offset + length, run.rereads, auto_capacity(m),
@@ -187,7 +210,7 @@ auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s,
 		return view;
 	} catch (...) {
 		// No memory for the history: decided on the run alone.
-		return {run.bytes, false, 0};
+		return {run.bytes, false, 0, run.past, run.readback};
 	}
 }
 
@@ -220,6 +243,7 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 			     std::uint64_t offset, std::uint64_t length) noexcept
 {
 	auto_resolution out;
+	bool readback = false;
 	// Small I/O never takes the record's lock nor reads the memory
 	// signal, and a small READ needs no record at all: a random 4 KiB
 	// workload pays a branch (and a WRITE one flag).
@@ -229,9 +253,16 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 		out.choice = auto_decide(s, write, length, {}, {}, true);
 	} else {
 		const io::memory_state m = e.memory();
+		if (m.reported && !e.memory_reported.load(std::memory_order_relaxed))
+			e.memory_reported.store(true, std::memory_order_relaxed);
 		const bool quiet = !write || s.auto_write_stream != DCACHE_MODE_DIRECT_WHEN_QUIET ||
 				   !e.yield.busy(yield_gate::clock::now(), k_yield_quiet);
-		out.choice = auto_decide(s, write, length, observe(e, *r, s, offset, length, m), m, quiet);
+		const auto_file_view view = observe(e, *r, s, write, offset, length, m);
+		out.choice = auto_decide(s, write, length, view, m, quiet);
+		readback = view.readback;
+		if (write && out.choice.reason == auto_reason::free_reported &&
+		    !r->written_past.load(std::memory_order_relaxed))
+			r->written_past.store(true, std::memory_order_relaxed);
 	}
 	out.write_behind = write && out.choice.reason == auto_reason::memory_free;
 	if (write && r != nullptr) {
@@ -243,6 +274,22 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 		} else {
 			out.write_back_first = r->cached_writes.exchange(false, std::memory_order_acq_rel);
 		}
+	}
+	if (out.choice.reason == auto_reason::free_reported)
+		DCACHE_LOG_ONCE(e, free_reported, DCACHE_LOG_INFO,
+				"dcache %s: this machine reports its free memory to a host (free page reporting): auto "
+				"writes streams the stream's way even with memory to spare (Auto_Write_Spare_Memory = "
+				"unless_reported; cache caches them), counted as write_auto_free_reported",
+				e.name);
+	// A working set's READ, where a read-back asks for it (stored at most
+	// once a millisecond: many cores reading a working set share it).
+	if (!write && !readback && !auto_is_stream(out.choice.reason) &&
+	    e.memory_reported.load(std::memory_order_relaxed)) {
+		const std::int64_t now =
+			std::chrono::duration_cast<std::chrono::nanoseconds>(e.now().time_since_epoch()).count();
+		const std::int64_t last = e.working_set_read_ns.load(std::memory_order_relaxed);
+		if (last == std::numeric_limits<std::int64_t>::min() || now - last > 1000000)
+			e.working_set_read_ns.store(now, std::memory_order_relaxed);
 	}
 	const auto reason = static_cast<std::size_t>(out.choice.reason);
 	e.stats.add(write ? k_write_stats[reason] : k_read_stats[reason]);

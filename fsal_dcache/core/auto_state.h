@@ -51,7 +51,9 @@ struct stream_run {
 	std::uint64_t served = 0;    // bit i: unit (top - 1 - i) had a request, top = units up to next
 	std::uint8_t unit_shift = 0; // log2 of its unit
 	bool used = false;
-	bool rereads = false; // began inside data of the file the export's history holds
+	bool rereads = false;  // began inside data of the file the export's history holds
+	bool readback = false; // a READ run, the first since the file was written past the cache
+	bool past = false;     // ... begun while the export served a working set
 };
 
 // The run a request belongs to.
@@ -62,6 +64,8 @@ struct run_view {
 	bool is_new = false;	 // the request began it
 	bool rereads = false;	 // (stream_table::set_rereads)
 	bool resumed = false;	 // it continues a run idle for k_auto_stream_idle_ms
+	bool readback = false;	 // (stream_table::set_readback)
+	bool past = false;
 };
 
 // A file's runs.  Not thread-safe: used under its auto_file's mutex.
@@ -72,6 +76,7 @@ public:
 	// (such runs are not replaced while they are busy).
 	run_view observe(std::uint64_t off, std::uint64_t len, std::int64_t now_ns, std::uint64_t established) noexcept;
 	void set_rereads(int slot, bool rereads) noexcept;
+	void set_readback(int slot, bool past) noexcept;
 	[[nodiscard]] const std::array<stream_run, k_auto_streams> &runs() const noexcept { return _runs; }
 
 private:
@@ -89,6 +94,11 @@ struct auto_file {
 	// A WRITE went cached since the file's last write-back: its dirty pages
 	// may hold delayed allocation a direct WRITE must not land on.
 	std::atomic<bool> cached_writes{false};
+	// A WRITE stream went past the page cache with memory to spare
+	// (free_reported) since the last READ run began: read back, that data
+	// was never cached, and the first READ run to come takes it over
+	// (stream_run::past).
+	std::atomic<bool> written_past{false};
 };
 
 // What auto_resolve gives a request.
@@ -103,6 +113,12 @@ struct auto_resolution {
 	// cached edges do, so that it leaves clean pages behind.
 	bool write_behind = false;
 };
+
+// A working set is read "every few seconds": a read-back of data written
+// past the cache that begins within this time of the export's last
+// cached READ goes past the cache (auto_policy.h, free_reported).  The
+// benchmark's is read every 8 s.
+inline constexpr std::int64_t k_auto_working_set_ms = 10000;
 
 // The mode of one READ or WRITE of an export whose IO_Cache_Read (write
 // false) or IO_Cache_Write is auto, with s the request's settings: the

@@ -29,6 +29,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -83,6 +84,13 @@ struct dcache_export {
 	// Where auto's streams give way to the requests it keeps cached
 	// (Auto_Stream_Yield_Ms).
 	dcache::core::yield_gate yield;
+	// A memory sample auto read said the machine reports its free memory
+	// to a host; from then on, the last READ auto kept cached as small,
+	// no_stream or reused, other than a read-back's (the export's clock,
+	// ns): whether the export serves a working set as a read-back of data
+	// written past the cache begins (auto_policy.h, free_reported).
+	std::atomic<bool> memory_reported{false};
+	std::atomic<std::int64_t> working_set_read_ns{std::numeric_limits<std::int64_t>::min()};
 	std::atomic<std::uint32_t> logged{0}; // log-once bits (log.h)
 	// Requests not yet finished.  Counted without a lock; the last one
 	// out takes inflight_mutex, so the export is never deleted between

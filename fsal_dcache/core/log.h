@@ -29,6 +29,7 @@ enum class once : std::uint8_t {
 	direct_eio,
 	writeback_error,
 	direct_nospace,
+	free_reported,
 };
 
 // True the first time `what` happens where `logged` keeps count (an

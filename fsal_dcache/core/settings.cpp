@@ -84,6 +84,11 @@ constexpr mode_word k_write_stream_modes[] = {
 	{"direct", DCACHE_MODE_DIRECT},
 	{"direct_when_quiet", DCACHE_MODE_DIRECT_WHEN_QUIET},
 };
+constexpr word<dcache_spare_memory> k_spare_words[] = {
+	{"unless_reported", DCACHE_SPARE_UNLESS_REPORTED},
+	{"cache", DCACHE_SPARE_CACHE},
+	{"stream", DCACHE_SPARE_STREAM},
+};
 constexpr word<dcache_mem_misaligned> k_mem_words[] = {
 	{"bounce", DCACHE_MEM_MISALIGNED_BOUNCE},
 	{"buffered", DCACHE_MEM_MISALIGNED_BUFFERED},
@@ -281,6 +286,14 @@ constexpr setting k_settings[] = {
 	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
 		 return show_uint(s.auto_stream_yield_ms, o, n);
 	 }},
+	{"Auto_Write_Spare_Memory", &dcache_settings_text::auto_write_spare_memory,
+	 "unless_reported, cache, stream (what auto does with a WRITE stream while memory is spare)",
+	 [](const char *t, dcache_settings &s) noexcept {
+		 return parse_word(t, k_spare_words, &s.auto_write_spare_memory);
+	 },
+	 [](const dcache_settings &s, char *o, std::size_t n) noexcept {
+		 return show_word(k_spare_words, s.auto_write_spare_memory, o, n);
+	 }},
 };
 
 // The table is the list of core.h, in its order, field for field.
@@ -344,6 +357,10 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.auto_write_stream = DCACHE_MODE_DONTCACHE;
 	s.auto_stream_min_mib = 4;
 	s.auto_stream_yield_ms = 0;
+	// docs/configuration.md, "auto": on a VM that reports free memory to
+	// its host, a WRITE stream cached for spare memory cost twice
+	// dontcache's CPU per GiB and the readers beside it VFS's latency.
+	s.auto_write_spare_memory = DCACHE_SPARE_UNLESS_REPORTED;
 	return s;
 }
 

@@ -53,7 +53,8 @@ namespace dcache::core {
 	X(write_bounced_bytes) X(write_unbounced_bytes)                                   \
 	X(read_bounced_bytes) X(read_unbounced_bytes)                                     \
 	X(bounce_buffers_reused) X(bounce_buffers_mapped) X(bounce_steps_fixed)         \
-	X(rpc_steps_fixed) X(auto_yields) X(auto_yield_us)
+	X(rpc_steps_fixed) X(auto_yields) X(auto_yield_us)                                \
+	X(read_auto_free_reported) X(write_auto_free_reported)
 // clang-format on
 
 enum class stat : std::size_t {

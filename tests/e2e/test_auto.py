@@ -6,8 +6,10 @@ same export past it, and the decision counters dcache-stats prints say why
 through the export in the full group is not left in the page cache either:
 only what memory had room for, written behind. And a file emptied by the
 OPEN that truncates (NFSv4's UNCHECKED4 with size 0) is new data again,
-no rewrite. With Auto_Stream_Yield_Ms a stream written beside a working
-set read in bursts waits for the bursts, written whole. With
+no rewrite. With memory to spare a stream is written cached unless the
+machine reports its free memory to a host (Auto_Write_Spare_Memory).
+With Auto_Stream_Yield_Ms a stream written beside a working set read in
+bursts waits for the bursts, written whole. With
 Auto_Write_Stream = direct_when_quiet a stream is written direct alone and
 dontcache beside readers that never pause.
 
@@ -19,6 +21,7 @@ mounts there, as a server on a machine does.
 import contextlib
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -33,7 +36,8 @@ STREAM = 1024 * MIB  # four times what the group's page cache could hold
 WRITTEN = 256 * MIB
 PUT = 64 * MIB  # written three times over NFSv4.1: a stream (Auto_Stream_Min_MiB 4) that fits
 CACHED = ("small", "no_stream", "memory_free", "reused")
-UNCACHED = ("too_big", "stream")
+UNCACHED = ("too_big", "stream", "free_reported")
+VIRTIO = "/sys/bus/virtio/devices"
 
 
 def residency(path):
@@ -146,13 +150,14 @@ def test_data_read_again_stays_cached_a_stream_beside_it_does_not(make_server, t
 
 
 def test_a_file_emptied_by_its_open_is_written_as_new(make_server, build, tmp_path):
-    """A file written over in place is a rewrite: with memory to spare its
-    WRITEs still go the stream's way (a rewrite replaces what is cached).
-    Emptied by the OPEN a shell's `>` sends over NFSv4 (UNCHECKED4 with size
-    0, which reaches the FSAL as an open with FSAL_O_TRUNC, not a SETATTR),
+    """A file written over in place is a rewrite: with memory to spare
+    (and Auto_Write_Spare_Memory = cache, whatever the machine) its WRITEs
+    still go the stream's way (a rewrite replaces what is cached). Emptied
+    by the OPEN a shell's `>` sends over NFSv4 (UNCHECKED4 with size 0,
+    which reaches the FSAL as an open with FSAL_O_TRUNC, not a SETATTR),
     the same file is new data again, as after a SETATTR of the size."""
     srv = make_server(exports=default_exports() + [dcache(AUTO_ID, "auto", IO_Cache_Read="auto",
-                                                          IO_Cache_Write="auto")])
+                                                          IO_Cache_Write="auto", Auto_Write_Spare_Memory="cache")])
     local = tmp_path / "data"
     local.write_bytes(os.urandom(MIB) * (PUT // MIB))
     put = build.bin("dcache_nfs41_put")
@@ -180,6 +185,110 @@ def test_a_file_emptied_by_its_open_is_written_as_new(make_server, build, tmp_pa
         f"emptied by its OPEN, the file was still written as a rewrite: {emptied}"
     with open(os.path.join(srv.mnt, "auto", "f"), "rb") as on_disk, open(local, "rb") as want:
         assert on_disk.read() == want.read(), "the file on the server is not what was written last"
+
+
+def free_pages_reported():
+    """Whether this machine reports its free memory to a host: a virtio
+    balloon (device id 5) with a driver that negotiated feature bit 5,
+    VIRTIO_BALLOON_F_REPORTING (the features file lists bit 0 first)."""
+    if not os.path.isdir(VIRTIO):
+        return False
+    for name in os.listdir(VIRTIO):
+        dev = os.path.join(VIRTIO, name)
+        with open(os.path.join(dev, "device"), encoding="ascii") as f:
+            if f.read().strip() != "0x0005" or not os.path.exists(os.path.join(dev, "driver")):
+                continue
+        with open(os.path.join(dev, "features"), encoding="ascii") as f:
+            if f.read()[5:6] == "1":
+                return True
+    return False
+
+
+def test_a_write_stream_with_memory_to_spare_is_cached_unless_the_host_takes_it(make_server, build, tmp_path):
+    """A 64 MiB stream written with the whole machine's memory to spare:
+    with Auto_Write_Spare_Memory's default it stays cached, written
+    behind, unless this machine reports its free memory to a host (then
+    it goes the stream's way, counted free_reported, leaves nothing
+    cached, and the log says why once); with `stream` it goes the
+    stream's way either way; with `cache` it stays cached either way.
+    Where it went the stream's way, its first read-back is cached on an
+    export that serves nothing else and goes the stream's way too beside
+    a working set (other clients' cached READs)."""
+    srv = make_server(exports=default_exports() + [
+        dcache(AUTO_ID, "auto", IO_Cache_Read="auto", IO_Cache_Write="auto"),
+        dcache(AUTO_ID + 1, "auto_stream", IO_Cache_Write="auto", Auto_Write_Spare_Memory="stream"),
+        dcache(AUTO_ID + 2, "auto_cache", IO_Cache_Write="auto", Auto_Write_Spare_Memory="cache")])
+    local = tmp_path / "data"
+    local.write_bytes(os.urandom(MIB) * (PUT // MIB))
+    reported = free_pages_reported()
+
+    def write(export, export_id):
+        before = srv.counters(export_id)
+        assert nfs.put(srv, str(local), f"{export}/f"), f"writing through {export} failed"
+        d = srv.counters(export_id) - before
+        path = os.path.join(srv.mnt, export, "f")
+        subprocess.run(["sync", "-f", path], check=True)
+        decided = {r: d["write_auto_" + r] for r in CACHED + UNCACHED}
+        print(f"{export}: {decided}, written behind {d.auto_write_behind}, resident {residency(path):.0%}")
+        assert sum(decided.values()) >= PUT // MIB, f"{export}: the WRITEs were not counted: {decided}"
+        assert d.auto_write_behind == decided["memory_free"], f"{export}: cached WRITEs not written behind: {d}"
+        return decided, residency(path)
+
+    default, resident = write("auto", AUTO_ID)
+    spare = default["memory_free"] + default["free_reported"]
+    if spare == 0:
+        pytest.skip(f"no memory to spare on this machine: the stream went {default}")
+    print(f"free page reporting: {'on' if reported else 'off'}")
+    logged = [line for line in srv.log().splitlines() if "reports its free memory to a host" in line]
+    assert bool(logged) == reported, f"the log's word on free page reporting, with reporting {reported}: {logged}"
+    if reported:
+        assert default["memory_free"] == 0 and default["free_reported"] > 0, \
+            f"free memory is reported to the host, yet the stream was cached for it: {default}"
+        assert resident <= 0.05 + default["no_stream"] * MIB / PUT, f"the stream left {resident:.0%} cached"
+    else:
+        assert default["free_reported"] == 0 and default["memory_free"] > 0, \
+            f"nothing reported to a host, yet the stream was not cached for spare memory: {default}"
+    streamed, _ = write("auto_stream", AUTO_ID + 1)
+    assert streamed["memory_free"] == 0 and streamed["free_reported"] == 0 and streamed["stream"] > 0, \
+        f"Auto_Write_Spare_Memory = stream: {streamed}"
+    cached, _ = write("auto_cache", AUTO_ID + 2)
+    assert cached["memory_free"] > 0 and cached["free_reported"] == 0, f"Auto_Write_Spare_Memory = cache: {cached}"
+    if not reported:
+        return
+
+    def read_back(name):
+        before = srv.counters(AUTO_ID)
+        assert nfs.get(srv, f"auto/{name}") is not None, f"reading back auto/{name} failed"
+        d = srv.counters(AUTO_ID) - before
+        decided = {r: d["read_auto_" + r] for r in CACHED + UNCACHED}
+        print(f"auto/{name} read back: {decided}, direct {d.read_direct}")
+        return decided, d.read_direct
+
+    # Read back on an export that serves nothing else, as a file is read to
+    # warm the cache: cached for the memory to spare.
+    assert nfs.put(srv, str(local), "auto/g"), "writing auto/g failed"
+    alone, _ = read_back("g")
+    assert alone["free_reported"] == 0 and alone["memory_free"] > 0, f"read back alone, it was not cached: {alone}"
+    # Read back beside a working set (other clients' cached READs of the
+    # export): the stream's way again; read once more, a re-read, cached
+    # for the memory to spare.
+    bench = build.bin("dcache-bench")
+
+    def job(*keys):
+        return [bench, "url=nfs://127.0.0.1/auto", "numjobs=2", "size=8M", "filename=busy", *keys, "--json",
+                "/dev/null", "--no-progress"]
+    srv.run(job("rw=read", "bs=64k"), quiet=True, timeout=120)  # laid out, read once
+    readers = srv.popen(job("rw=randread", "bs=4k", "iodepth=1", "time_based=1", "runtime=120"),
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1)
+        beside, direct = read_back("f")
+    finally:
+        readers.stop()
+    assert beside["free_reported"] > 0 and beside["memory_free"] == 0 and direct >= beside["free_reported"], \
+        f"read back beside a working set, data written past the cache was cached: {beside}"
+    again, _ = read_back("f")
+    assert again["free_reported"] == 0 and again["memory_free"] > 0, f"read again, it was not cached: {again}"
 
 
 YIELD_MS = 500
@@ -218,7 +327,8 @@ def test_a_stream_gives_way_to_the_working_set_read_in_bursts(make_server, build
         return srv.counters(export_id) - before
 
     d = run("auto", AUTO_ID)
-    streamed = sum(d[f"{op}_auto_{r}"] for op in ("read", "write") for r in ("memory_free", "too_big", "stream"))
+    streamed = sum(d[f"{op}_auto_{r}"] for op in ("read", "write")
+                   for r in ("memory_free", "too_big", "stream", "free_reported"))
     print(f"yield {YIELD_MS} ms: {d.auto_yields} of {streamed} stream requests waited, "
           f"{d.auto_yield_us / 1000:.0f} ms in all; cached READs {d.read_auto_no_stream}")
     assert d.read_auto_no_stream > 0, f"the working set's READs were not kept cached: {d}"

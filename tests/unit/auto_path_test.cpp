@@ -142,6 +142,85 @@ TEST_F(auto_path, with_memory_to_spare_a_write_stream_stays_cached_written_behin
 	EXPECT_EQ(stat("auto_write_behind"), 4u);
 }
 
+// On a machine that reports its free memory to a host the same stream goes
+// the stream's way, counted as free_reported, with nothing written behind;
+// Auto_Write_Spare_Memory = cache caches it as above.
+TEST_F(auto_path, with_free_memory_reported_a_write_stream_goes_the_streams_way)
+{
+	g_memory = k_plenty;
+	g_memory.reported = true;
+	write_mib(0, 8);
+	EXPECT_EQ(stat("write_auto_no_stream"), 4u);
+	EXPECT_EQ(stat("write_auto_free_reported"), 4u);
+	EXPECT_EQ(stat("write_auto_memory_free"), 0u);
+	EXPECT_EQ(stat("write_dontcache"), 4u);
+	EXPECT_EQ(stat("auto_write_behind"), 0u);
+
+	dcache_settings s = settings();
+	s.auto_write_spare_memory = DCACHE_SPARE_CACHE;
+	dcache_export_update(exp, &s);
+	write_mib(8, 16);
+	EXPECT_EQ(stat("write_auto_memory_free"), 8u) << "the run goes on, cached as Auto_Write_Spare_Memory says";
+	EXPECT_EQ(stat("auto_write_behind"), 8u);
+}
+
+// Read back beside a working set (a cached READ of the export in the last
+// k_auto_working_set_ms), data so written was never cached: the first READ
+// run goes the stream's way too (free_reported), the next is a re-read,
+// cached for the memory to spare; a file written cached is read back
+// cached.
+TEST_F(auto_path, with_free_memory_reported_the_first_read_back_goes_the_streams_way)
+{
+	g_memory = k_plenty;
+	g_memory.reported = true;
+	read_mib(40, 41); // the working set (a READ after the write would read it back)
+	write_mib(0, 8);
+	manual_clock::advance(std::chrono::milliseconds(k_auto_working_set_ms - 1));
+	read_mib(0, 8);
+	EXPECT_EQ(stat("read_auto_no_stream"), 5u);
+	EXPECT_EQ(stat("read_auto_free_reported"), 4u);
+	EXPECT_EQ(stat("read_direct"), 4u);
+	manual_clock::advance(std::chrono::seconds(3));
+	read_mib(0, 8);
+	EXPECT_EQ(stat("read_auto_memory_free"), 4u) << "read again: the data is used again";
+	EXPECT_EQ(stat("read_auto_free_reported"), 4u);
+	EXPECT_EQ(stat("read_direct"), 4u);
+
+	dcache_settings s = settings();
+	s.auto_write_spare_memory = DCACHE_SPARE_CACHE;
+	dcache_export_update(exp, &s);
+	dcache_file_truncated(file, 0);
+	write_mib(0, 8);
+	EXPECT_EQ(stat("write_auto_memory_free"), 4u);
+	manual_clock::advance(std::chrono::seconds(3));
+	read_mib(0, 8);
+	EXPECT_EQ(stat("read_auto_free_reported"), 4u) << "written cached, read back cached";
+	EXPECT_EQ(stat("read_auto_memory_free"), 8u);
+}
+
+// ... and on an export that served no working set as long, it is cached
+// as any stream with memory to spare (a file written, then read to warm
+// the cache); its own first READs (no_stream) are no working set.
+TEST_F(auto_path, with_free_memory_reported_a_read_back_alone_is_cached)
+{
+	g_memory = k_plenty;
+	g_memory.reported = true;
+	read_mib(40, 41);
+	EXPECT_TRUE(exp->memory_reported.load());
+	write_mib(0, 8);
+	manual_clock::advance(std::chrono::milliseconds(k_auto_working_set_ms));
+	read_mib(0, 8);
+	EXPECT_EQ(stat("read_auto_free_reported"), 0u);
+	EXPECT_EQ(stat("read_auto_memory_free"), 4u);
+	EXPECT_EQ(stat("read_direct"), 0u);
+	const std::int64_t ws = exp->working_set_read_ns.load();
+	manual_clock::advance(std::chrono::seconds(1));
+	read_mib(8, 9); // the read-back's run goes on
+	EXPECT_EQ(exp->working_set_read_ns.load(), ws) << "a read-back's READs are no working set";
+	read_mib(32, 33);
+	EXPECT_GT(exp->working_set_read_ns.load(), ws) << "a cached READ of the export is";
+}
+
 // A file emptied (O_TRUNC, SETATTR size 0) and written again holds new
 // data: a new stream, cached for spare memory, not a rewrite.
 TEST_F(auto_path, a_stream_written_after_a_truncate_is_no_rewrite)
@@ -177,7 +256,7 @@ TEST_F(auto_path, a_named_mode_never_asks_auto)
 	make(s);
 	read_mib(0, 8);
 	write_mib(0, 8);
-	for (const char *r : {"small", "no_stream", "memory_free", "reused", "too_big", "stream"}) {
+	for (const char *r : {"small", "no_stream", "memory_free", "reused", "too_big", "stream", "free_reported"}) {
 		EXPECT_EQ(stat(("read_auto_" + std::string(r)).c_str()), 0u) << r;
 		EXPECT_EQ(stat(("write_auto_" + std::string(r)).c_str()), 0u) << r;
 	}
@@ -359,7 +438,7 @@ TEST_F(auto_path, concurrent_requests_of_one_file)
 	for (auto &th : threads)
 		th.join();
 	std::uint64_t decided = 0;
-	for (const char *r : {"small", "no_stream", "memory_free", "reused", "too_big", "stream"})
+	for (const char *r : {"small", "no_stream", "memory_free", "reused", "too_big", "stream", "free_reported"})
 		decided += stat(("read_auto_" + std::string(r)).c_str());
 	EXPECT_EQ(decided, 64u);
 }

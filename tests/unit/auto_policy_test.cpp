@@ -18,6 +18,19 @@ constexpr std::uint64_t KiB = 1 << 10, MiB = 1 << 20, GiB = 1ull << 30;
 constexpr memory_state k_plenty{20 * GiB, 22 * GiB, memory_state::source::machine};
 constexpr memory_state k_short{20 * MiB, 900 * MiB, memory_state::source::cgroup_v1};
 constexpr memory_state k_unknown{};
+// ... and the same plenty on a VM that reports its free memory to a host.
+constexpr memory_state k_plenty_reported{20 * GiB, 22 * GiB, memory_state::source::machine, true};
+constexpr memory_state k_short_reported{20 * MiB, 900 * MiB, memory_state::source::cgroup_v1, true};
+
+dcache_settings spare(dcache_spare_memory how, dcache_mode write_stream = DCACHE_MODE_DONTCACHE)
+{
+	dcache_settings s = dcache_settings_default();
+	s.io_cache_read = DCACHE_MODE_AUTO;
+	s.io_cache_write = DCACHE_MODE_AUTO;
+	s.auto_write_stream = write_stream;
+	s.auto_write_spare_memory = how;
+	return s;
+}
 
 dcache_settings with(dcache_mode read_stream, dcache_mode write_stream, std::uint32_t min_mib = 4)
 {
@@ -73,6 +86,13 @@ constexpr auto_file_view run(std::uint64_t bytes, bool rereads = false, std::uin
 	return {bytes, rereads, span};
 }
 
+// ... the first READ run of data written past the cache (free_reported),
+// re-reading a span of that size.
+constexpr auto_file_view past(std::uint64_t bytes)
+{
+	return {bytes, true, bytes, true, true};
+}
+
 INSTANTIATE_TEST_SUITE_P(
 	policy, auto_decide_table,
 	::testing::Values(
@@ -118,6 +138,42 @@ INSTANTIATE_TEST_SUITE_P(
 			    cached(auto_reason::memory_free)},
 		decide_case{"rewrite_memory_free_still_a_stream", k_defaults, true, MiB, run(GiB, true, 100 * MiB),
 			    k_plenty, dontcache(auto_reason::stream)},
+		// Auto_Write_Spare_Memory: a WRITE stream with memory to spare
+		decide_case{"write_spare_memory_reported", k_defaults, true, MiB, run(GiB), k_plenty_reported,
+			    dontcache(auto_reason::free_reported)},
+		decide_case{"write_spare_memory_reported_when_quiet",
+			    spare(DCACHE_SPARE_UNLESS_REPORTED, DCACHE_MODE_DIRECT_WHEN_QUIET), true, MiB, run(GiB),
+			    k_plenty_reported, direct(auto_reason::free_reported)},
+		decide_case{"write_spare_memory_reported_cache", spare(DCACHE_SPARE_CACHE), true, MiB, run(GiB),
+			    k_plenty_reported, cached(auto_reason::memory_free)},
+		decide_case{"write_spare_memory_stream", spare(DCACHE_SPARE_STREAM), true, MiB, run(GiB), k_plenty,
+			    dontcache(auto_reason::stream)},
+		decide_case{"write_spare_memory_stream_reported", spare(DCACHE_SPARE_STREAM), true, MiB, run(GiB),
+			    k_plenty_reported, dontcache(auto_reason::stream)},
+		decide_case{"read_spare_memory_reported", spare(DCACHE_SPARE_STREAM), false, MiB, run(GiB),
+			    k_plenty_reported, cached(auto_reason::memory_free)},
+		decide_case{"reported_with_nothing_spare_is_a_stream", k_defaults, true, MiB, run(GiB),
+			    k_short_reported, dontcache(auto_reason::stream)},
+		decide_case{"reported_small_write", k_defaults, true, 4 * KiB, run(GiB), k_plenty_reported,
+			    cached(auto_reason::small)},
+		decide_case{"reported_write_run_start", k_defaults, true, MiB, run(MiB), k_plenty_reported,
+			    cached(auto_reason::no_stream)},
+		decide_case{"reported_rewrite", k_defaults, true, MiB, run(GiB, true, 100 * MiB), k_plenty_reported,
+			    dontcache(auto_reason::stream)},
+		// ... and the first READ run of data so written (begun beside a working set:
+		// auto_state's), while memory is spare
+		decide_case{"read_back_past_the_cache", k_defaults, false, MiB, past(GiB), k_plenty_reported,
+			    direct(auto_reason::free_reported)},
+		decide_case{"read_back_past_the_cache_start", k_defaults, false, MiB, past(MiB), k_plenty_reported,
+			    cached(auto_reason::no_stream)},
+		decide_case{"read_back_past_the_cache_small", k_defaults, false, 4 * KiB, past(GiB), k_plenty_reported,
+			    cached(auto_reason::small)},
+		decide_case{"read_back_past_the_cache_nothing_spare", k_defaults, false, MiB, past(8 * MiB),
+			    k_short_reported, cached(auto_reason::reused)},
+		decide_case{"read_back_past_the_cache_dontcache", with(DCACHE_MODE_DONTCACHE, DCACHE_MODE_DONTCACHE),
+			    false, MiB, past(GiB), k_plenty_reported, dontcache(auto_reason::free_reported)},
+		decide_case{"reported_leaves_a_plain_read_stream_cached", k_defaults, false, MiB, run(GiB),
+			    k_plenty_reported, cached(auto_reason::memory_free), false},
 		// ... while the run fits (half the capacity): its own pages count as free
 		decide_case{"read_stream_at_the_fit", k_defaults, false, MiB, run(11 * GiB - MiB), k_plenty,
 			    cached(auto_reason::memory_free)},
@@ -178,7 +234,7 @@ TEST(auto_policy, memory_figures)
 
 TEST(auto_policy, reason_names)
 {
-	const char *names[] = {"small", "no_stream", "memory_free", "reused", "too_big", "stream"};
+	const char *names[] = {"small", "no_stream", "memory_free", "reused", "too_big", "stream", "free_reported"};
 	for (std::size_t i = 0; i < k_auto_reasons; ++i)
 		EXPECT_STREQ(auto_reason_name(static_cast<auto_reason>(i)), names[i]);
 }

@@ -80,7 +80,7 @@ std::map<std::string, std::vector<std::string>> configuration_table()
 
 TEST(SettingsDoc, the_core_has_settings_to_check)
 {
-	EXPECT_EQ(code_defaults().size(), 17u) << "a setting was added or removed: update both documents";
+	EXPECT_EQ(code_defaults().size(), 18u) << "a setting was added or removed: update both documents";
 }
 
 TEST(SettingsDoc, configuration_md_lists_every_setting_with_its_default_and_values)

@@ -231,6 +231,31 @@ TEST(settings, auto_stream_yield)
 			       {"1001", "20ms", "-1", "020", ""}, "an integer from 0 to 1000");
 }
 
+// What auto does with a WRITE stream while memory is spare: cached unless
+// the machine reports free memory to a host, by default.
+TEST(settings, auto_write_spare_memory)
+{
+	EXPECT_EQ(dcache_settings_default().auto_write_spare_memory, DCACHE_SPARE_UNLESS_REPORTED);
+	for (const auto &[text, how] :
+	     {std::pair{"unless_reported", DCACHE_SPARE_UNLESS_REPORTED}, std::pair{"Cache", DCACHE_SPARE_CACHE},
+	      std::pair{"STREAM", DCACHE_SPARE_STREAM}}) {
+		dcache_settings_text t{};
+		t.auto_write_spare_memory = text;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, 0) << p.why;
+		EXPECT_EQ(p.s.auto_write_spare_memory, how) << text;
+	}
+	for (const char *bad : {"yes", "true", "0", "dontcache", "unless reported", ""}) {
+		dcache_settings_text t{};
+		t.auto_write_spare_memory = bad;
+		const parsed p = parse(t);
+		ASSERT_EQ(p.rc, EINVAL) << bad;
+		EXPECT_THAT(p.why, HasSubstr(std::string("Auto_Write_Spare_Memory")));
+		EXPECT_THAT(p.why, HasSubstr(std::string("\"") + bad +
+					     "\" is not valid; allowed: unless_reported, cache, stream"));
+	}
+}
+
 TEST(settings, num_pages_range)
 {
 	for (unsigned n : {0u, 1u, 2u, 16u, 1023u, 1024u}) {
@@ -424,6 +449,7 @@ const std::map<std::string, const char *> k_non_default = {
 	{"Auto_Write_Stream", "direct"},
 	{"Auto_Stream_Min_MiB", "64"},
 	{"Auto_Stream_Yield_Ms", "50"},
+	{"Auto_Write_Spare_Memory", "stream"},
 };
 
 std::string formatted(const dcache_settings &s)
@@ -470,7 +496,7 @@ TEST(settings, every_setting_round_trips_through_a_live_export)
 	DCACHE_SETTINGS(DCACHE_ROUND_TRIP)
 #undef DCACHE_ROUND_TRIP
 	EXPECT_EQ(listed, k_non_default.size()) << "a value here for a setting that is not in DCACHE_SETTINGS";
-	EXPECT_EQ(listed, 17u);
+	EXPECT_EQ(listed, 18u);
 }
 
 TEST(settings, format_lists_every_setting_in_order)

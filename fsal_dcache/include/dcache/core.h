@@ -58,6 +58,17 @@ enum dcache_io_backend {
 	DCACHE_IO_BACKEND_SYNC = 1,
 };
 
+/* What auto does with a WRITE stream while memory is spare
+ * (Auto_Write_Spare_Memory; core/auto_policy.h). */
+enum dcache_spare_memory {
+	/* cache it, unless the machine reports its free memory to a host
+	 * (free page reporting): there a page the page cache takes from free
+	 * memory costs a fault in the host */
+	DCACHE_SPARE_UNLESS_REPORTED = 0,
+	DCACHE_SPARE_CACHE = 1,	 /* cache it (written behind) */
+	DCACHE_SPARE_STREAM = 2, /* the stream's way all the same */
+};
+
 /* Every entry point is noexcept on the C++ side: the definitions must say
  * so too, or they do not compile. */
 #ifdef __cplusplus
@@ -95,6 +106,7 @@ struct dcache_settings_text {
 	const char *auto_write_stream DCACHE_UNSET;	/* dontcache | direct | direct_when_quiet, default dontcache */
 	const char *auto_stream_min_mib DCACHE_UNSET;	/* 1 .. 65536, default 4 */
 	const char *auto_stream_yield_ms DCACHE_UNSET;	/* 0 .. 1000, default 0 (off) */
+	const char *auto_write_spare_memory DCACHE_UNSET; /* unless_reported | cache | stream */
 };
 
 /* Every setting of the FSAL block, as X(name in ganesha.conf, field): the
@@ -119,7 +131,8 @@ struct dcache_settings_text {
 	X("Auto_Read_Stream", auto_read_stream)                       \
 	X("Auto_Write_Stream", auto_write_stream)                     \
 	X("Auto_Stream_Min_MiB", auto_stream_min_mib)                 \
-	X("Auto_Stream_Yield_Ms", auto_stream_yield_ms)
+	X("Auto_Stream_Yield_Ms", auto_stream_yield_ms)               \
+	X("Auto_Write_Spare_Memory", auto_write_spare_memory)
 
 /* Validated settings. */
 struct dcache_settings {
@@ -164,6 +177,8 @@ struct dcache_settings {
 	/* auto: the longest a stream's request waits while the export serves
 	 * requests auto keeps cached (core/yield_gate.h); 0: never. */
 	uint32_t auto_stream_yield_ms;
+	/* auto: whether a WRITE stream is cached while memory is spare. */
+	enum dcache_spare_memory auto_write_spare_memory;
 };
 
 /* The defaults (buffered/buffered, 2 pages, DONTCACHE edges, ...). */

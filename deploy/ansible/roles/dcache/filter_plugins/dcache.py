@@ -23,7 +23,8 @@ SETTINGS = ("IO_Cache_Read", "IO_Cache_Write", "Direct_Misaligned_Num_Pages",
             "Direct_Misaligned_Dontcache", "Direct_Misaligned_Memory", "Boundary_Tracking",
             "Boundary_Max_Pages", "Boundary_Max_Age_Ms", "IO_Backend", "IO_Queue_Depth",
             "Cached_Read_Fast_Path", "IO_Blocking_Max", "IO_Workers_Max", "Auto_Read_Stream",
-            "Auto_Write_Stream", "Auto_Stream_Min_MiB", "Auto_Stream_Yield_Ms")
+            "Auto_Write_Stream", "Auto_Stream_Min_MiB", "Auto_Stream_Yield_Ms",
+            "Auto_Write_Spare_Memory")
 RESTART_ONLY = ("IO_Backend", "IO_Queue_Depth")
 MODES = ("IO_Cache_Read", "IO_Cache_Write")
 MODE_NUMBERS = {"0": "buffered", "1": "dontcache", "2": "direct",
