@@ -45,8 +45,11 @@ VARIANTS = {
     # ... with its write streams direct only while its cached requests are quiet (only when named)
     "auto_quiet": _modes("auto", Auto_Write_Stream="direct_when_quiet"),
     "auto_quiet_yield": _modes("auto", Auto_Write_Stream="direct_when_quiet", Auto_Stream_Yield_Ms="500"),
+    # ... caching its write streams for spare memory even where the host takes free memory back (only when named)
+    "auto_spare": _modes("auto", Auto_Write_Spare_Memory="cache"),
 }
-NAMED_ONLY = ("auto_direct", "auto_yield", "auto_direct_yield", "auto_yield_1s", "auto_quiet", "auto_quiet_yield")
+NAMED_ONLY = ("auto_direct", "auto_yield", "auto_direct_yield", "auto_yield_1s", "auto_quiet", "auto_quiet_yield",
+              "auto_spare")
 FIRST_ID = 20
 
 
