@@ -60,6 +60,19 @@ protected:
 		s.auto_write_stream = write_stream;
 		return s;
 	}
+	// Memory to spare on a machine that reports its free memory to a host.
+	static void reported_machine()
+	{
+		g_memory = k_plenty;
+		g_memory.reported = true;
+	}
+	// Auto_Write_Spare_Memory changed live.
+	void spare_memory(dcache_spare_memory how)
+	{
+		dcache_settings s = settings();
+		s.auto_write_spare_memory = how;
+		dcache_export_update(exp, &s);
+	}
 	// READs of [from, to) MiB, 1 MiB each.
 	void read_mib(std::uint64_t from, std::uint64_t to)
 	{
@@ -147,8 +160,7 @@ TEST_F(auto_path, with_memory_to_spare_a_write_stream_stays_cached_written_behin
 // Auto_Write_Spare_Memory = cache caches it as above.
 TEST_F(auto_path, with_free_memory_reported_a_write_stream_goes_the_streams_way)
 {
-	g_memory = k_plenty;
-	g_memory.reported = true;
+	reported_machine();
 	write_mib(0, 8);
 	EXPECT_EQ(stat("write_auto_no_stream"), 4u);
 	EXPECT_EQ(stat("write_auto_free_reported"), 4u);
@@ -156,9 +168,7 @@ TEST_F(auto_path, with_free_memory_reported_a_write_stream_goes_the_streams_way)
 	EXPECT_EQ(stat("write_dontcache"), 4u);
 	EXPECT_EQ(stat("auto_write_behind"), 0u);
 
-	dcache_settings s = settings();
-	s.auto_write_spare_memory = DCACHE_SPARE_CACHE;
-	dcache_export_update(exp, &s);
+	spare_memory(DCACHE_SPARE_CACHE);
 	write_mib(8, 16);
 	EXPECT_EQ(stat("write_auto_memory_free"), 8u) << "the run goes on, cached as Auto_Write_Spare_Memory says";
 	EXPECT_EQ(stat("auto_write_behind"), 8u);
@@ -171,8 +181,7 @@ TEST_F(auto_path, with_free_memory_reported_a_write_stream_goes_the_streams_way)
 // cached.
 TEST_F(auto_path, with_free_memory_reported_the_first_read_back_goes_the_streams_way)
 {
-	g_memory = k_plenty;
-	g_memory.reported = true;
+	reported_machine();
 	read_mib(40, 41); // the working set (a READ after the write would read it back)
 	write_mib(0, 8);
 	manual_clock::advance(std::chrono::milliseconds(k_auto_working_set_ms - 1));
@@ -186,9 +195,7 @@ TEST_F(auto_path, with_free_memory_reported_the_first_read_back_goes_the_streams
 	EXPECT_EQ(stat("read_auto_free_reported"), 4u);
 	EXPECT_EQ(stat("read_direct"), 4u);
 
-	dcache_settings s = settings();
-	s.auto_write_spare_memory = DCACHE_SPARE_CACHE;
-	dcache_export_update(exp, &s);
+	spare_memory(DCACHE_SPARE_CACHE);
 	dcache_file_truncated(file, 0);
 	write_mib(0, 8);
 	EXPECT_EQ(stat("write_auto_memory_free"), 4u);
@@ -203,8 +210,7 @@ TEST_F(auto_path, with_free_memory_reported_the_first_read_back_goes_the_streams
 // the cache); its own first READs (no_stream) are no working set.
 TEST_F(auto_path, with_free_memory_reported_a_read_back_alone_is_cached)
 {
-	g_memory = k_plenty;
-	g_memory.reported = true;
+	reported_machine();
 	read_mib(40, 41);
 	EXPECT_TRUE(exp->memory_reported.load());
 	write_mib(0, 8);

@@ -22,16 +22,6 @@ constexpr memory_state k_unknown{};
 constexpr memory_state k_plenty_reported{20 * GiB, 22 * GiB, memory_state::source::machine, true};
 constexpr memory_state k_short_reported{20 * MiB, 900 * MiB, memory_state::source::cgroup_v1, true};
 
-dcache_settings spare(dcache_spare_memory how, dcache_mode write_stream = DCACHE_MODE_DONTCACHE)
-{
-	dcache_settings s = dcache_settings_default();
-	s.io_cache_read = DCACHE_MODE_AUTO;
-	s.io_cache_write = DCACHE_MODE_AUTO;
-	s.auto_write_stream = write_stream;
-	s.auto_write_spare_memory = how;
-	return s;
-}
-
 dcache_settings with(dcache_mode read_stream, dcache_mode write_stream, std::uint32_t min_mib = 4)
 {
 	dcache_settings s = dcache_settings_default();
@@ -43,6 +33,13 @@ dcache_settings with(dcache_mode read_stream, dcache_mode write_stream, std::uin
 	return s;
 }
 const dcache_settings k_defaults = with(DCACHE_MODE_DIRECT, DCACHE_MODE_DONTCACHE);
+
+dcache_settings spare(dcache_spare_memory how, dcache_mode write_stream = DCACHE_MODE_DONTCACHE)
+{
+	dcache_settings s = with(DCACHE_MODE_DIRECT, write_stream);
+	s.auto_write_spare_memory = how;
+	return s;
+}
 
 struct decide_case {
 	const char *name;
