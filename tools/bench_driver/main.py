@@ -31,6 +31,19 @@ class Failed(Exception):
     """A usage or setup error: the message says what to do."""
 
 
+def newer_source(module, sources):
+    """A file under sources changed since module was built (its path), or
+    None: a release's module is built once into its own build-X/ and
+    would otherwise be served after the code moved on."""
+    built = os.path.getmtime(module)
+    for d, _, files in os.walk(sources):
+        for f in files:
+            p = os.path.join(d, f)
+            if os.path.getmtime(p) > built:
+                return p
+    return None
+
+
 def refused_exports(srv, ids):
     """variant -> the log line of each export the server refused."""
     by_id = {i: v for v, i in ids.items()}
@@ -59,7 +72,11 @@ class Driver:
         if not os.access(self.bench, os.X_OK) or (not self.release.root and not os.path.isfile(self.plugin)):
             log(f"building into {self.build} (ci/build.sh)")
             subprocess.run([os.path.join(TOP, "ci", "build.sh")], env=env, check=True, stdout=sys.stderr)
-        if not os.path.isfile(self.plugin):
+        changed = os.path.isfile(self.plugin) and self.release.root and \
+            newer_source(self.plugin, os.path.join(TOP, "fsal_dcache"))
+        if changed:
+            log(f"the {self.release.name} module is older than {os.path.relpath(changed, TOP)}: built again")
+        if not os.path.isfile(self.plugin) or changed:
             log(f"building the {self.release.name} module (ci/build.sh --ganesha {self.release.name})")
             subprocess.run([os.path.join(TOP, "ci", "build.sh"), "--ganesha", self.release.name], check=True,
                            stdout=sys.stderr)

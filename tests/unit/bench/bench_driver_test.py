@@ -149,3 +149,15 @@ def test_a_refused_export_is_named_by_its_variant():
     assert list(refused) == ["auto"]
     assert 'IO_Cache_Read = "auto" is not valid' in refused["auto"]
     assert main.refused_exports(LoggedServer("nothing refused\n"), {"vfs": 20}) == {}
+
+
+def test_a_release_module_older_than_the_source_is_found(tmp_path):
+    module, src = tmp_path / "libfsaldcache.so", tmp_path / "src" / "core"
+    src.mkdir(parents=True)
+    (src / "a.cpp").write_text("old")
+    module.write_text("so")
+    os.utime(src / "a.cpp", (1000, 1000))
+    os.utime(module, (2000, 2000))
+    assert main.newer_source(str(module), str(tmp_path / "src")) is None
+    os.utime(src / "a.cpp", (3000, 3000))
+    assert main.newer_source(str(module), str(tmp_path / "src")) == str(src / "a.cpp")
