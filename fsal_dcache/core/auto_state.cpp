@@ -173,13 +173,20 @@ constexpr stat k_write_stats[k_auto_reasons] = {stat::write_auto_small,	       s
 						stat::write_auto_too_big,      stat::write_auto_stream,
 						stat::write_auto_free_reported};
 
-// What the record and the history say of the request, both updated.
+// No time taken yet; no working-set READ yet (dcache_export).
+constexpr std::int64_t k_never = std::numeric_limits<std::int64_t>::min();
+
+std::int64_t now_ns(const dcache_export &e) noexcept
+{
+	return std::chrono::duration_cast<std::chrono::nanoseconds>(e.now().time_since_epoch()).count();
+}
+
+// What the record and the history say of the request at now (now_ns),
+// both updated.
 auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s, bool write, std::uint64_t offset,
-		       std::uint64_t length, const io::memory_state &m) noexcept
+		       std::uint64_t length, const io::memory_state &m, std::int64_t now) noexcept
 {
 	const std::uint64_t established = static_cast<std::uint64_t>(s.auto_stream_min_mib) << 20;
-	const std::int64_t now =
-		std::chrono::duration_cast<std::chrono::nanoseconds>(e.now().time_since_epoch()).count();
 	mutex_lock lock(r.m);
 	run_view run = r.streams.observe(offset, length, now, established);
 	// The first READ run since the file was written past the cache reads
@@ -190,7 +197,7 @@ auto_file_view observe(dcache_export &e, auto_file &r, const dcache_settings &s,
 	    r.written_past.exchange(false, std::memory_order_relaxed)) {
 		run.readback = true;
 		const std::int64_t ws = e.working_set_read_ns.load(std::memory_order_relaxed);
-		run.past = ws != std::numeric_limits<std::int64_t>::min() && now - ws < k_auto_working_set_ms * 1000000;
+		run.past = ws != k_never && now - ws < k_auto_working_set_ms * 1000000;
 		r.streams.set_readback(run.slot, run.past);
 	}
 	try {
@@ -244,6 +251,7 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 {
 	auto_resolution out;
 	bool readback = false;
+	std::int64_t now = k_never; // the export's clock, read once, if at all
 	// Small I/O never takes the record's lock nor reads the memory
 	// signal, and a small READ needs no record at all: a random 4 KiB
 	// workload pays a branch (and a WRITE one flag).
@@ -257,7 +265,8 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 			e.memory_reported.store(true, std::memory_order_relaxed);
 		const bool quiet = !write || s.auto_write_stream != DCACHE_MODE_DIRECT_WHEN_QUIET ||
 				   !e.yield.busy(yield_gate::clock::now(), k_yield_quiet);
-		const auto_file_view view = observe(e, *r, s, write, offset, length, m);
+		now = now_ns(e);
+		const auto_file_view view = observe(e, *r, s, write, offset, length, m, now);
 		out.choice = auto_decide(s, write, length, view, m, quiet);
 		readback = view.readback;
 		if (write && out.choice.reason == auto_reason::free_reported &&
@@ -285,10 +294,10 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 	// once a millisecond: many cores reading a working set share it).
 	if (!write && !readback && !auto_is_stream(out.choice.reason) &&
 	    e.memory_reported.load(std::memory_order_relaxed)) {
-		const std::int64_t now =
-			std::chrono::duration_cast<std::chrono::nanoseconds>(e.now().time_since_epoch()).count();
+		if (now == k_never)
+			now = now_ns(e); // a small READ: observed nothing
 		const std::int64_t last = e.working_set_read_ns.load(std::memory_order_relaxed);
-		if (last == std::numeric_limits<std::int64_t>::min() || now - last > 1000000)
+		if (last == k_never || now - last > 1000000)
 			e.working_set_read_ns.store(now, std::memory_order_relaxed);
 	}
 	const auto reason = static_cast<std::size_t>(out.choice.reason);
