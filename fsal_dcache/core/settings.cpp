@@ -357,9 +357,10 @@ struct dcache_settings dcache_settings_default(void) noexcept
 	s.auto_write_stream = DCACHE_MODE_DONTCACHE;
 	s.auto_stream_min_mib = 4;
 	s.auto_stream_yield_ms = 0;
-	// docs/configuration.md, "auto": on a VM that reports free memory to
-	// its host, a WRITE stream cached for spare memory cost twice
-	// dontcache's CPU per GiB and the readers beside it VFS's latency.
+	// docs/results/2026-12-07-auto-free-reported.md: on a VM that reports
+	// free memory to its host, a WRITE stream cached for spare memory cost
+	// 6.8-7.1 s/GiB of server CPU (dontcache's: 0.6-0.7) and the readers
+	// beside such writers 2.2-3.3x dontcache's p99.
 	s.auto_write_spare_memory = DCACHE_SPARE_UNLESS_REPORTED;
 	return s;
 }
