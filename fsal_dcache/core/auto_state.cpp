@@ -264,7 +264,7 @@ auto_resolution auto_resolve(dcache_export &e, dcache_file &f, const dcache_sett
 		if (m.reported && !e.memory_reported.load(std::memory_order_relaxed))
 			e.memory_reported.store(true, std::memory_order_relaxed);
 		const bool quiet = !write || s.auto_write_stream != DCACHE_MODE_DIRECT_WHEN_QUIET ||
-				   !e.yield.busy(yield_gate::clock::now(), k_yield_quiet);
+				   !e.yield.busy(yield_gate::clock::now(), k_yield_quiet, &r->yield);
 		now = now_ns(e);
 		const auto_file_view view = observe(e, *r, s, write, offset, length, m, now);
 		out.choice = auto_decide(s, write, length, view, m, quiet);

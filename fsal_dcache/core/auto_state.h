@@ -26,6 +26,7 @@
 
 #include "auto_policy.h"
 #include "thread_annotations.h"
+#include "yield_gate.h"
 
 #include <array>
 #include <atomic>
@@ -99,6 +100,9 @@ struct auto_file {
 	// was never cached, and the first READ run to come takes it over
 	// (stream_run::past).
 	std::atomic<bool> written_past{false};
+	// Its requests in the export's yield gate: not ones its own stream
+	// gives way to (yield_gate.h).
+	yield_own yield;
 };
 
 // What auto_resolve gives a request.

@@ -52,8 +52,15 @@ void request_op::resolve_auto() noexcept
 	// to them and for write streams whose way depends on them.
 	if (_s.auto_stream_yield_ms == 0 && _s.auto_write_stream != DCACHE_MODE_DIRECT_WHEN_QUIET)
 		return;
+	// The start of one of the file's runs (no_stream) is counted as the
+	// file's own as well, and the file's streams do not give way to it;
+	// small or used-again requests of the file, like any other file's, they do.
+	auto_file *const rec = auto_record(_f); // none for a small READ
+	const bool run_start = r.choice.reason == auto_reason::no_stream;
+	yield_own *const own = rec != nullptr ? &rec->yield : nullptr;
 	if (!auto_is_stream(r.choice.reason)) {
-		_e.yield.enter();
+		_gate_own = run_start ? own : nullptr;
+		_e.yield.enter(_gate_own);
 		_in_yield_gate = true;
 		DCACHE_SYNC_POINT("yield.entered");
 		return;
@@ -64,7 +71,7 @@ void request_op::resolve_auto() noexcept
 	// has a place or a buffer.
 	using clock = yield_gate::clock;
 	const std::chrono::milliseconds longest{_s.auto_stream_yield_ms};
-	const clock::duration waited = _e.yield.wait(k_yield_quiet, clock::now() + longest, longest);
+	const clock::duration waited = _e.yield.wait(k_yield_quiet, clock::now() + longest, longest, own);
 	if (waited > clock::duration::zero()) {
 		add(stat::auto_yields);
 		add(stat::auto_yield_us,
@@ -314,7 +321,7 @@ dcache_io_result request_op::tear_down(request_op *op, bool deferred, place_wait
 	op->release();
 	dcache_export &e = op->_e;
 	if (op->_in_yield_gate)
-		e.yield.leave();
+		e.yield.leave(op->_gate_own);
 	if (op->_admitted)
 		resume = e.places.leave();
 	e.stats.record(op->op(),

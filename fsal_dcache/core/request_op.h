@@ -182,8 +182,10 @@ protected:
 	bool _write_behind = false;
 	// auto kept this request cached as used again or small, with
 	// Auto_Stream_Yield_Ms set: the export's streams wait for it
-	// (yield_gate.h); it leaves the gate at tear-down.
+	// (yield_gate.h); it leaves the gate at tear-down, with its file's
+	// count (_gate_own, nullptr: none).
 	bool _in_yield_gate = false;
+	yield_own *_gate_own = nullptr;
 
 private:
 	// An auto mode of the request's kind into the mode it runs with.

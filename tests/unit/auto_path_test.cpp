@@ -460,8 +460,9 @@ protected:
 		auto_mode(s);
 		read_mib(0, 4); // the run's first 4 MiB: no_stream, through the gate
 	}
-	// A small READ, held in the gate on its own thread.
-	std::future<dcache_io_result> hold_small_read()
+	// A READ of [offset, offset + p's length), held in the gate on its own
+	// thread.
+	std::future<dcache_io_result> hold_read(std::uint64_t offset, const payload &p)
 	{
 		hook = std::make_unique<dcache::test::sync_points>([this](const std::string &name) {
 			if (name == "yield.entered" && !held.exchange(true)) {
@@ -469,11 +470,13 @@ protected:
 				released.wait();
 			}
 		});
-		auto r = std::async(std::launch::async, [this] { return read(60 * MiB, small.data(), 4 * KiB); });
+		auto r = std::async(std::launch::async,
+				    [this, offset, &p] { return read(offset, p.data(), p.iov().iov_len); });
 		if (entered_f.wait_for(std::chrono::seconds(10)) != std::future_status::ready)
-			ADD_FAILURE() << "the small READ never entered the gate";
+			ADD_FAILURE() << "the READ at " << offset << " never entered the gate";
 		return r;
 	}
+	std::future<dcache_io_result> hold_small_read() { return hold_read(60 * MiB, small); }
 	void release() { release_p.set_value(); }
 
 	std::unique_ptr<dcache::test::sync_points> hook;
@@ -506,6 +509,27 @@ TEST_F(auto_yield, a_stream_waits_while_a_cached_request_is_in_flight)
 	read_mib(5, 8);
 	EXPECT_EQ(stat("auto_yields"), 1u) << "nothing in flight: the stream does not wait";
 	EXPECT_EQ(stat("read_direct"), 4u);
+}
+
+// The start of another run of the same file (no_stream), in flight: the
+// stream does not give way to it, as it would to another file's (or to a
+// small READ of its own file, above): a file's stream would otherwise wait
+// for its own run's start, sent with it.
+TEST_F(auto_yield, a_stream_does_not_wait_for_the_start_of_its_file_s_runs)
+{
+	yield_ms(1000);
+	const payload start{MiB, 0};
+	auto held_start = hold_read(32 * MiB, start);
+	EXPECT_EQ(exp->yield.in_flight(), 1u);
+	const auto before = std::chrono::steady_clock::now();
+	EXPECT_EQ(read(4 * MiB, buf.data(), MiB).bytes, MiB);
+	EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::milliseconds(500));
+	EXPECT_EQ(stat("auto_yields"), 0u) << "the stream waited for the start of its own file's run";
+	EXPECT_EQ(stat("read_auto_stream"), 1u);
+	EXPECT_EQ(stat("read_auto_no_stream"), 5u) << "the first run's 4 MiB and the held one";
+	release();
+	EXPECT_EQ(held_start.get().bytes, MiB);
+	EXPECT_EQ(exp->yield.in_flight(), 0u);
 }
 
 TEST_F(auto_yield, a_stream_waits_no_longer_than_the_setting)

@@ -67,6 +67,67 @@ TEST(yield_gate, a_stream_never_waits_past_its_deadline)
 	g.leave();
 }
 
+// A stream leaves out the requests counted as its own file's (the start
+// of its runs): in flight, or the last to leave.
+TEST(yield_gate, a_stream_leaves_out_its_own_file_s_requests)
+{
+	yield_gate g;
+	dcache::core::yield_own mine, other;
+	g.enter(&mine);
+	EXPECT_TRUE(g.busy(clock_type::now(), 20ms)) << "to any other stream";
+	EXPECT_FALSE(g.busy(clock_type::now(), 20ms, &mine));
+	EXPECT_EQ(g.wait(20ms, clock_type::now() + 1s, 0ms, &mine), clock_type::duration::zero())
+		<< "only its own file's request in flight";
+	g.leave(&mine);
+	EXPECT_TRUE(g.busy(clock_type::now(), 1s)) << "the quiet time after it, to any other stream";
+	EXPECT_EQ(g.wait(20ms, clock_type::now() + 1s, 0ms, &mine), clock_type::duration::zero())
+		<< "its own file's request left last";
+	g.enter(&other);
+	g.enter(&mine);
+	EXPECT_GE(g.wait(2ms, clock_type::now() + 30ms, 0ms, &mine), 25ms) << "another file's request in flight";
+	g.leave(&other);
+	g.leave(&mine);
+	EXPECT_EQ(mine.in.load(), 0);
+	EXPECT_EQ(other.in.load(), 0);
+	EXPECT_EQ(g.in_flight(), 0u);
+}
+
+// The stream's own run start leaving after another request does not hide
+// that one from it: four writers beside random readers that never stop
+// had the open gate close whenever a writer's file began a run again,
+// and waited 288 times in 20 s, 500 ms each.
+TEST(yield_gate, the_own_file_s_run_start_leaving_last_hides_no_other_request)
+{
+	yield_gate g;
+	dcache::core::yield_own mine;
+	g.enter(); // a reader
+	EXPECT_GE(g.wait(2ms, clock_type::now() + 20ms, 1s, &mine), 15ms);
+	ASSERT_TRUE(g.open());
+	g.leave();
+	g.enter(&mine);
+	g.leave(&mine);
+	EXPECT_TRUE(g.busy(clock_type::now(), 1s, &mine)) << "the reader left less than a second ago";
+	EXPECT_EQ(g.wait(2ms, clock_type::now() + 1s, 1s, &mine), clock_type::duration::zero());
+	EXPECT_TRUE(g.open()) << "closed by a pause that was not one";
+}
+
+// ... nor another file's run start that left just before it.
+TEST(yield_gate, the_own_file_s_run_start_leaving_last_hides_no_other_file_s)
+{
+	yield_gate g;
+	dcache::core::yield_own mine, other;
+	g.enter(&other);
+	g.leave(&other);
+	g.enter(&mine);
+	g.leave(&mine);
+	g.enter(&mine);
+	g.leave(&mine);
+	EXPECT_TRUE(g.busy(clock_type::now(), 1s, &mine)) << "the other file's run start left less than a second ago";
+	EXPECT_TRUE(g.busy(clock_type::now(), 1s, &other)) << "and this one's, to the other file's stream";
+	std::this_thread::sleep_for(30ms);
+	EXPECT_FALSE(g.busy(clock_type::now(), 20ms, &mine));
+}
+
 // No more than k_yield_max_waiting workers wait at once: the next stream
 // request goes on at once.
 TEST(yield_gate, no_more_than_the_bound_wait_at_once)
