@@ -37,7 +37,8 @@ VARIANTS = {
     "auto": _modes("auto"),
     # ... with its write streams direct rather than dontcache (only when named)
     "auto_direct": _modes("auto", Auto_Write_Stream="direct"),
-    # ... with its streams giving way to the export's cached requests (only when named)
+    # ... with its streams giving way to the export's cached requests for
+    # 500 ms (the default since 2026-12-07; named, so older records' runs read the same)
     "auto_yield": _modes("auto", Auto_Stream_Yield_Ms="500"),
     "auto_direct_yield": _modes("auto", Auto_Write_Stream="direct", Auto_Stream_Yield_Ms="500"),
     # ... giving way for up to the most the setting allows: longer than a burst of the working set
@@ -47,9 +48,11 @@ VARIANTS = {
     "auto_quiet_yield": _modes("auto", Auto_Write_Stream="direct_when_quiet", Auto_Stream_Yield_Ms="500"),
     # ... caching its write streams for spare memory even where the host takes free memory back (only when named)
     "auto_spare": _modes("auto", Auto_Write_Spare_Memory="cache"),
+    # ... with streams that never wait (the default before; only when named)
+    "auto_no_yield": _modes("auto", Auto_Stream_Yield_Ms="0"),
 }
 NAMED_ONLY = ("auto_direct", "auto_yield", "auto_direct_yield", "auto_yield_1s", "auto_quiet", "auto_quiet_yield",
-              "auto_spare")
+              "auto_spare", "auto_no_yield")
 FIRST_ID = 20
 
 

@@ -91,11 +91,12 @@ def test_the_variants_exports_are_the_reports_blocks():
     assert 'Path = "/m/one/vfs"; Pseudo = /vfs;' in vfs and vfs.count("FSAL {") == 1
     assert variants.ids(["vfs", "auto"]) == {"vfs": 20, "auto": 21}
     assert variants.names()[0] == "vfs"
-    assert variants.names()[-8:] == ["auto", "auto_direct", "auto_yield", "auto_direct_yield", "auto_yield_1s",
-                                     "auto_quiet", "auto_quiet_yield", "auto_spare"]
+    assert variants.names()[-9:] == ["auto", "auto_direct", "auto_yield", "auto_direct_yield", "auto_yield_1s",
+                                     "auto_quiet", "auto_quiet_yield", "auto_spare", "auto_no_yield"]
     assert variants.defaults()[-1] == "auto", "auto's other variants run only when named"
     assert "Auto_Stream_Yield_Ms = 500;" in variants.export("auto_yield", 41).block("/m")
     assert "Auto_Stream_Yield_Ms = 1000;" in variants.export("auto_yield_1s", 43).block("/m")
+    assert "Auto_Stream_Yield_Ms = 0;" in variants.export("auto_no_yield", 48).block("/m")
     assert "IO_Cache_Write = auto;\n    Auto_Write_Stream = direct;" in variants.export("auto_direct", 40).block("/m")
     assert "Auto_Write_Stream = direct_when_quiet;" in variants.export("auto_quiet", 42).block("/m")
     assert "Auto_Write_Spare_Memory = cache;" in variants.export("auto_spare", 44).block("/m")
