@@ -308,7 +308,7 @@ def test_a_stream_gives_way_to_the_working_set_read_in_bursts(make_server, build
     same with the setting 0: no stream waits."""
     srv = make_server(exports=default_exports() + [
         dcache(AUTO_ID, "auto", IO_Cache_Read="auto", IO_Cache_Write="auto", Auto_Stream_Yield_Ms=YIELD_MS),
-        dcache(AUTO_ID + 1, "auto0", IO_Cache_Read="auto", IO_Cache_Write="auto")])
+        dcache(AUTO_ID + 1, "auto0", IO_Cache_Read="auto", IO_Cache_Write="auto", Auto_Stream_Yield_Ms=0)])
     bench = build.bin("dcache-bench")
 
     def job(export, *keys):

@@ -58,6 +58,7 @@ protected:
 		s.io_cache_write = DCACHE_MODE_AUTO;
 		s.auto_read_stream = read_stream;
 		s.auto_write_stream = write_stream;
+		s.auto_stream_yield_ms = 0; // the gate has tests of its own (auto_yield)
 		return s;
 	}
 	// Memory to spare on a machine that reports its free memory to a host.

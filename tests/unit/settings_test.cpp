@@ -225,7 +225,7 @@ TEST(settings, auto_stream_modes_and_threshold)
 // default, at most a second.
 TEST(settings, auto_stream_yield)
 {
-	EXPECT_EQ(dcache_settings_default().auto_stream_yield_ms, 0u);
+	EXPECT_EQ(dcache_settings_default().auto_stream_yield_ms, 500u);
 	expect_integer_setting("Auto_Stream_Yield_Ms", &dcache_settings_text::auto_stream_yield_ms,
 			       &dcache_settings::auto_stream_yield_ms, {"0", "20", "1000"},
 			       {"1001", "20ms", "-1", "020", ""}, "an integer from 0 to 1000");

@@ -105,7 +105,7 @@ struct dcache_settings_text {
 	const char *auto_read_stream DCACHE_UNSET;	/* dontcache | direct, default direct */
 	const char *auto_write_stream DCACHE_UNSET;	/* dontcache | direct | direct_when_quiet, default dontcache */
 	const char *auto_stream_min_mib DCACHE_UNSET;	/* 1 .. 65536, default 4 */
-	const char *auto_stream_yield_ms DCACHE_UNSET;	/* 0 .. 1000, default 0 (off) */
+	const char *auto_stream_yield_ms DCACHE_UNSET;	/* 0 .. 1000 (0: off), default 500 */
 	const char *auto_write_spare_memory DCACHE_UNSET; /* unless_reported | cache | stream */
 };
 
